@@ -1,0 +1,251 @@
+/// A queue of operations with a live concurrency limit, priorities, suspension, dependencies,
+/// cooperative cancellation and awaitable completion: `OperationQueue`, rebuilt on Swift
+/// concurrency.
+///
+/// ```swift
+/// let queue = ActorQueue(name: "images", maxConcurrentOperationCount: 4)
+/// let load = queue.addOperation(name: "load") { try await fetch(url) }
+/// let filtered = queue.addOperation(after: load) { data in try tiltShift(data) }
+/// let image = try await filtered.value
+/// ```
+///
+/// **Calling it.** The members Foundation has as synchronous ones are synchronous here too
+/// (`nonisolated`): callable from any context without `await` — a UI callback, a delegate, a
+/// plain function — and calls made one after another from one thread take effect in that
+/// order. Waiting (``waitUntilAllOperationsAreFinished()``, ``addOperations(_:waitUntilFinished:)``)
+/// suspends the caller and never blocks a thread (P7).
+///
+/// **Where bodies run.** Each body runs in a task of the queue's: a small set of reused worker
+/// tasks (at most one per executing operation), created detached at ``taskPriority``. So a body
+/// does not inherit the submitter's actor, priority or task-local values; pass what it needs in
+/// its captures. A body that must run on the main actor is written `{ @MainActor in … }`.
+///
+/// **Scheduling.** An operation starts when it is ready (its dependencies have ended), the queue
+/// is not suspended, and fewer than ``maxConcurrentOperationCount`` operations are executing;
+/// among ready operations, higher ``AnyQueueOperation/queuePriority`` first, then submission
+/// order. The decisions are made by a pure state machine under one short lock shared by every
+/// queue (dependencies may cross queues); no actor hop is made per operation.
+///
+/// **Lifetime.** As with Foundation, operations keep running after you release the queue, and
+/// the queue's resources are freed when its last operation ends. A *suspended* queue that
+/// nobody references any more could never run its waiting operations, so they are cancelled
+/// when the queue is released (Foundation leaks them).
+public actor ActorQueue {
+  /// `Int.max`: no limit. Foundation's constant `-1` (`OperationQueue.defaultMaxConcurrentOperationCount`)
+  /// is accepted as unlimited too, so migrated code keeps working.
+  public static let defaultMaxConcurrentOperationCount = Int.max
+
+  nonisolated let core: QueueCore
+
+  /// Creates a queue.
+  ///
+  /// - Parameters:
+  ///   - name: for debugging and events.
+  ///   - maxConcurrentOperationCount: at most this many operations execute at once: `1` makes
+  ///     the queue serial (in submission order, respecting priorities and dependencies). `-1`
+  ///     and `Int.max` mean unlimited. `0` and other values below 1 are refused (precondition):
+  ///     use ``isSuspended`` to pause a queue.
+  ///   - taskPriority: the priority of the tasks that run the bodies (Foundation's
+  ///     `qualityOfService`); `nil`, the default, leaves it to the runtime.
+  public init(
+    name: String? = nil, maxConcurrentOperationCount: Int = defaultMaxConcurrentOperationCount,
+    taskPriority: TaskPriority? = nil
+  ) {
+    core = QueueCore(
+      name: name, limit: Self.validated(maxConcurrentOperationCount), taskPriority: taskPriority)
+  }
+
+  deinit {
+    let core = self.core
+    Engine.locked { state, effects in
+      guard core.machine.isSuspended else { return }
+      for operation in core.unfinished where operation._state == .pending || operation._state == .ready {
+        Engine.cancel(operation, &state, &effects)
+      }
+    }
+  }
+
+  private static func validated(_ limit: Int) -> Int {
+    if limit == -1 { return .max }
+    precondition(
+      limit >= 1,
+      "ActorQueue: maxConcurrentOperationCount must be at least 1 (or -1 for unlimited); got \(limit). "
+        + "To stop a queue from starting operations, set isSuspended = true instead.")
+    return limit
+  }
+
+  // MARK: Configuration
+
+  /// The queue's name, for debugging and events.
+  public nonisolated var name: String? { core.name }
+
+  /// The priority of the tasks that run this queue's bodies; `nil`: the runtime's default.
+  public nonisolated var taskPriority: TaskPriority? { core.taskPriority }
+
+  /// At most this many operations execute at once. Live, in both directions (P3).
+  ///
+  /// Raising it starts waiting operations at once. Lowering it governs every later start at
+  /// once: no operation starts while as many as the new limit are executing; operations already
+  /// executing are not interrupted (Foundation behaves the same for running operations, but
+  /// its "lowered" limit is easy to misread as immediate). `-1` means unlimited; values below 1
+  /// are refused with a precondition failure (set ``isSuspended`` to pause). Reading it returns
+  /// `Int.max` when unlimited. Cost: O(1).
+  public nonisolated var maxConcurrentOperationCount: Int {
+    get { Engine.locked { _, _ in core.machine.limit } }
+    set {
+      let limit = Self.validated(newValue)
+      Engine.locked { state, effects in Engine.setLimit(limit, of: core, &state, &effects) }
+    }
+  }
+
+  /// While `true`, executing operations continue and no operation starts; setting it back to
+  /// `false` starts waiting operations at once. Cancelling a waiting operation still ends it at
+  /// once while suspended. Cost: O(1).
+  public nonisolated var isSuspended: Bool {
+    get { Engine.locked { _, _ in core.machine.isSuspended } }
+    set { Engine.locked { state, effects in Engine.setSuspended(newValue, of: core, &state, &effects) } }
+  }
+
+  // MARK: Introspection
+
+  /// The number of operations added and not yet ended (executing ones included). Ended
+  /// operations leave the queue at once. Cost: O(1).
+  public nonisolated var operationCount: Int { Engine.locked { _, _ in core.unfinishedCount } }
+
+  /// The operations added and not yet ended, in submission order. A snapshot. Cost: O(n).
+  public nonisolated var operations: [AnyQueueOperation] { Engine.locked { _, _ in core.unfinished } }
+
+  /// Every transition of this queue and its operations, losslessly, for one subscriber (see
+  /// ``events(bufferingPolicy:)``).
+  public nonisolated var events: AsyncStream<QueueEvent> { events(bufferingPolicy: .lossless) }
+
+  /// Every transition of this queue and its operations from now on, for one subscriber: each
+  /// operation's states (id, name, state) and the queue's own changes (suspended, resumed,
+  /// limit), each with its global sequence number and the executing count and limit at that
+  /// moment.
+  ///
+  /// Each call creates a new subscriber (an `AsyncStream` has one consumer); the subscription
+  /// ends when the stream is released or its consuming task is cancelled. Cost: nothing while
+  /// nobody subscribes; an append per transition per subscriber, delivered about one
+  /// microsecond per event. Replaces KVO on `"operations"` and `"operationCount"` (P12).
+  public nonisolated func events(bufferingPolicy: QueueEvent.BufferingPolicy) -> AsyncStream<QueueEvent> {
+    let channel: EventChannel<QueueEvent>
+    switch bufferingPolicy {
+    case .lossless:
+      channel = EventChannel()
+    case .bufferingNewest(let capacity):
+      precondition(capacity >= 1, "ActorQueue.events: a bounded subscriber must buffer at least 1 event")
+      channel = EventChannel(capacity: capacity, droppedMarker: QueueEvent.dropped(count:last:))
+    }
+    Engine.locked { _, _ in core.subscribers.append(channel) }
+    return channel.makeStream()
+  }
+
+  // MARK: Submission
+
+  /// Adds an operation that runs `body`, and returns its handle.
+  ///
+  /// Synchronous and ordered: two calls made one after the other from one thread are
+  /// submitted in that order. Cost: one allocation and O(1) (O(log n) when priorities mix).
+  ///
+  /// - Parameters:
+  ///   - name: for debugging and events.
+  ///   - priority: orders it among this queue's ready operations.
+  ///   - body: the work; see ``QueueOperation/init(name:priority:_:)``.
+  @discardableResult
+  public nonisolated func addOperation<Success: Sendable>(
+    name: String? = nil, priority: OperationPriority = .normal,
+    _ body: @escaping @Sendable () async throws -> Success
+  ) -> QueueOperation<Success> {
+    let operation = QueueOperation(name: name, priority: priority, body)
+    Engine.locked { state, effects in Engine.enqueue(operation, into: core, &state, &effects) }
+    return operation
+  }
+
+  /// Adds an operation that receives the values of its inputs (P6): it runs once every input
+  /// has finished, with their values as arguments, in order.
+  ///
+  /// If an input fails, this operation never runs and ends `.failed` with a
+  /// ``DependencyFailedError`` naming the input and carrying its error; if an input is
+  /// cancelled, this operation ends `.cancelled`. Either happens at once, uses no slot, and
+  /// propagates to the operations that need this one. An input that was asked to cancel but
+  /// returned a value anyway counts as finished. Inputs may belong to any queue, and cannot be
+  /// removed with `removeDependency`.
+  ///
+  /// ```swift
+  /// let filtered = queue.addOperation(after: load) { data in try tiltShift(data) }
+  /// let both = queue.addOperation(after: load, filtered) { raw, image in (raw.count, image) }
+  /// ```
+  @discardableResult
+  public nonisolated func addOperation<First: Sendable, each More: Sendable, Success: Sendable>(
+    name: String? = nil, priority: OperationPriority = .normal,
+    after first: QueueOperation<First>, _ more: repeat QueueOperation<each More>,
+    operation body: @escaping @Sendable (First, repeat each More) async throws -> Success
+  ) -> QueueOperation<Success> {
+    let operation = QueueOperation<Success>(name: name, priority: priority) {
+      try await body(first.inputValue(), repeat (each more).inputValue())
+    }
+    Engine.locked { state, effects in
+      Engine.addInput(first, to: operation, &state, &effects)
+      for input in repeat each more {
+        Engine.addInput(input, to: operation, &state, &effects)
+      }
+      Engine.enqueue(operation, into: core, &state, &effects)
+    }
+    return operation
+  }
+
+  /// Adds a prepared operation (created with ``QueueOperation/init(name:priority:_:)``).
+  ///
+  /// An operation that has already ended without running (cancelled, or an input it required
+  /// failed) is accepted and stays as it is.
+  ///
+  /// - Throws: ``ActorQueueError/alreadyEnqueued`` if it was added to a queue before (this one
+  ///   or another); nothing changes then. (Foundation raises an exception.)
+  public nonisolated func addOperation(_ operation: AnyQueueOperation) throws {
+    try addOperations([operation])
+  }
+
+  /// Adds prepared operations, in order: all of them, or none.
+  ///
+  /// - Throws: ``ActorQueueError/alreadyEnqueued`` if any of them was added to a queue before,
+  ///   or appears twice; nothing is enqueued then.
+  public nonisolated func addOperations(_ operations: [AnyQueueOperation]) throws {
+    try Engine.lockedThrowing { (state, effects) throws(ActorQueueError) in
+      try Engine.enqueue(operations, into: core, &state, &effects)
+    }
+  }
+
+  /// Adds prepared operations (all or none) and, if `waitUntilFinished`, suspends until every
+  /// one of them has ended. Suspends; no thread blocks (P7). Cancelling the waiting task does
+  /// not end the wait nor cancel the operations.
+  ///
+  /// - Throws: ``ActorQueueError/alreadyEnqueued`` as ``addOperations(_:)``.
+  public func addOperations(_ operations: [AnyQueueOperation], waitUntilFinished: Bool) async throws {
+    try addOperations(operations)
+    guard waitUntilFinished else { return }
+    for operation in operations { await operation.waitUntilFinished() }
+  }
+
+  // MARK: Cancellation and waiting
+
+  /// Cancels every operation not yet ended: waiting ones end `.cancelled` at once (their
+  /// completion handlers run and their waiters wake before this returns), executing ones have
+  /// their tasks cancelled. Ended operations are untouched. Cost: O(n).
+  public nonisolated func cancelAllOperations() {
+    Engine.locked { state, effects in Engine.cancelAll(in: core, &state, &effects) }
+  }
+
+  /// Suspends until the queue has no unfinished operation, including operations added while
+  /// waiting. No thread blocks (P7); cancelling the waiting task does not end the wait.
+  public func waitUntilAllOperationsAreFinished() async {
+    await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+      let idle = Engine.locked { _, _ in
+        if core.unfinishedCount == 0 { return true }
+        core.allFinishedWaiters.append(continuation)
+        return false
+      }
+      if idle { continuation.resume() }
+    }
+  }
+}

@@ -1,0 +1,61 @@
+/// Misuse of a queue or an operation that ActorQueue refuses, leaving everything as it was.
+///
+/// Compare with the static members (`error == .dependencyCycle`); new codes may be added
+/// without breaking your code. ``description`` says what to do instead.
+public struct ActorQueueError: Error, Equatable, Sendable, CustomStringConvertible {
+  private enum Code: Equatable, Sendable {
+    case dependencyCycle
+    case alreadyEnqueued
+    case alreadyStarted
+  }
+
+  private let code: Code
+
+  private init(_ code: Code) { self.code = code }
+
+  /// `addDependency` would close a cycle (an operation waiting on itself, directly or not).
+  /// Foundation hangs both operations forever instead.
+  public static let dependencyCycle = ActorQueueError(.dependencyCycle)
+
+  /// An operation was added to a queue (this one or another) a second time, or twice in one call.
+  public static let alreadyEnqueued = ActorQueueError(.alreadyEnqueued)
+
+  /// A dependency was added to an operation that has already started (or ended).
+  public static let alreadyStarted = ActorQueueError(.alreadyStarted)
+
+  /// What went wrong and what to do instead.
+  public var description: String {
+    switch code {
+    case .dependencyCycle:
+      "ActorQueueError.dependencyCycle: this dependency would make an operation wait for itself; "
+        + "nothing was changed. Remove one of the edges that form the cycle."
+    case .alreadyEnqueued:
+      "ActorQueueError.alreadyEnqueued: an operation runs at most once and belongs to one queue; "
+        + "nothing was enqueued. Create a new operation for each run."
+    case .alreadyStarted:
+      "ActorQueueError.alreadyStarted: dependencies can only be added before an operation starts; "
+        + "nothing was changed. Add dependencies before adding the operation to a queue, or while "
+        + "the queue is suspended."
+    }
+  }
+}
+
+/// The error of an operation that never ran because an input it required did not finish.
+///
+/// A data dependency (``ActorQueue/addOperation(name:priority:after:_:operation:)``) or an
+/// ordering dependency added with ``DependencyRequirement/success`` ends its dependent with this
+/// error when the input failed. (When the input was cancelled, the dependent is cancelled.)
+/// It propagates transitively: a failure three steps up reaches you wrapped three times.
+public struct DependencyFailedError: Error, Sendable, CustomStringConvertible {
+  /// The input that failed.
+  public let dependencyID: OperationID
+  /// The failed input's name, if it had one.
+  public let dependencyName: String?
+  /// The error the input failed with.
+  public let underlyingError: any Error
+
+  /// Names the input and its error.
+  public var description: String {
+    "dependency \(dependencyName.map { "'\($0)' " } ?? "")(\(dependencyID)) failed: \(underlyingError)"
+  }
+}

@@ -1,0 +1,154 @@
+import Synchronization
+
+/// The scheduler's lock and the state it guards.
+///
+/// One lock guards the scheduling state of every queue and operation in the process: the
+/// fields of `QueueCore`, `Worker` and `AnyQueueOperation` marked "guarded by Engine.lock".
+/// One lock, rather than one per queue, because a dependency may join operations of any two
+/// queues: releasing a dependent, cancelling across queues, checking a new edge for a cycle
+/// and placing a barrier must each see and change the whole graph atomically, and a lock
+/// hierarchy over queues would have no order to follow. Critical sections are short
+/// (constant work per transition, plus the edges it releases) and run no user code, so the
+/// lock is held for tens of nanoseconds at a time; measured on two cores, a worker's claim
+/// and finish cost 0.2–0.5 µs per operation in all (see the bench).
+///
+/// Nested locking: only `EventChannel`'s own leaf lock is ever taken inside this one.
+enum Engine {
+  struct State: ~Copyable {
+    /// Submission order: one counter for all queues (orders among ready operations).
+    var nextSubmission: UInt64 = 0
+    /// The global order of events.
+    var nextEventSequence: UInt64 = 0
+  }
+
+  static let lock = Mutex(State())
+
+  /// Runs `body` under the lock, then performs the effects it decided on.
+  @inline(__always)
+  static func locked<Result: Sendable>(
+    _ body: (inout State, inout Effects) -> Result
+  ) -> Result {
+    var effects = Effects()
+    let result = lock.withLock { state in body(&state, &effects) }
+    effects.perform()
+    return result
+  }
+
+  /// Runs a `body` that may refuse the change under the lock, then performs its effects.
+  @inline(__always)
+  static func lockedThrowing<Result: Sendable>(
+    _ body: (inout State, inout Effects) throws(ActorQueueError) -> Result
+  ) throws(ActorQueueError) -> Result {
+    var effects = Effects()
+    let outcome: Swift.Result<Result, ActorQueueError> = lock.withLock { state in
+      do throws(ActorQueueError) {
+        return .success(try body(&state, &effects))
+      } catch {
+        return .failure(error)
+      }
+    }
+    effects.perform()
+    return try outcome.get()
+  }
+}
+
+/// One worker task: runs the operations its queue hands it, one after another.
+///
+/// `@unchecked Sendable`: every mutable field is read and written only while holding
+/// `Engine.lock`.
+final class Worker: @unchecked Sendable {
+  /// The task; set just after it is created.
+  var task: Task<Void, Never>?  // guarded by Engine.lock
+  /// The operation this worker runs was cancelled: the task is (or is about to be) cancelled,
+  /// so the worker must not run another operation in it.
+  var cancelRequested = false  // guarded by Engine.lock
+}
+
+/// What a worker does after a step.
+enum WorkerAction: Sendable {
+  case run(AnyQueueOperation)
+  case yieldThenContinue
+  case retire
+}
+
+extension Engine {
+  // MARK: Workers
+
+  /// Starts a worker task for `queue` (an effect: called outside the lock).
+  static func spawnWorker(for queue: QueueCore) {
+    let worker = Worker()
+    let task = Task.detached(priority: queue.taskPriority) {
+      await runWorker(worker, for: queue)
+    }
+    locked { _, effects in
+      worker.task = task
+      if worker.cancelRequested { effects.cancel(task) }
+    }
+  }
+
+  private static func runWorker(_ worker: Worker, for queue: QueueCore) async {
+    var action = workerStarted(worker, for: queue)
+    var streak: UInt = 0
+    while true {
+      switch action {
+      case .run(let operation):
+        streak &+= 1
+        // Every 64 operations in a row, give the thread away once: a queue of short
+        // operations must not monopolise a thread of the cooperative pool.
+        action = await operation.execute(in: queue, worker: worker, yieldAfter: streak % 64 == 0)
+      case .yieldThenContinue:
+        await Task.yield()
+        action = workerStarted(worker, for: queue)
+      case .retire:
+        return
+      }
+    }
+  }
+
+  private static func workerStarted(_ worker: Worker, for queue: QueueCore) -> WorkerAction {
+    locked { state, effects in
+      let step = queue.machine.workerStarted()
+      return apply(step, worker: worker, queue: queue, &state, &effects)
+    }
+  }
+
+  /// The body of `operation` ended; `record` stores its result and returns its error, if any.
+  /// Returns what the worker does next.
+  static func operationEnded(
+    _ operation: AnyQueueOperation, in queue: QueueCore, worker: Worker, yieldAfter: Bool,
+    record: () -> (any Error)?
+  ) -> WorkerAction {
+    locked { state, effects in
+      let error = record()
+      let terminal: OperationState
+      switch error {
+      case nil: terminal = .finished
+      case is CancellationError:
+        operation.cancelRequested = true
+        terminal = .cancelled
+      case .some: terminal = .failed
+      }
+      operation.worker = nil
+      queue.machine.operationEnded()
+      terminate(operation, as: terminal, error: error, recorded: true, &state, &effects)
+      if worker.cancelRequested {
+        if queue.machine.workerRetired() { effects.spawnWorker(for: queue) }
+        return .retire
+      }
+      if yieldAfter { return .yieldThenContinue }
+      return apply(queue.machine.workerStarted(), worker: worker, queue: queue, &state, &effects)
+    }
+  }
+
+  private static func apply(
+    _ step: SchedulerStateMachine<AnyQueueOperation>.WorkerStep, worker: Worker, queue: QueueCore,
+    _ state: inout State, _ effects: inout Effects
+  ) -> WorkerAction {
+    if step.spawnWorker { effects.spawnWorker(for: queue) }
+    guard let operation = step.run else { return .retire }
+    operation.worker = worker
+    operation.readyStamp = nil
+    transition(operation, to: .executing, &state, &effects)
+    return .run(operation)
+  }
+}

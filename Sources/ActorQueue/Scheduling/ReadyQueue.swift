@@ -1,0 +1,143 @@
+/// The ready operations of one queue: highest priority first, then lowest submission order.
+///
+/// One lane per priority. Operations usually become ready in submission order, so each lane
+/// keeps a FIFO array for entries that arrive in order (O(1) append and pop) and a min-heap for
+/// the few that arrive out of order (after a dependency, or a priority change): O(log k) in the
+/// number of such entries. Removal (cancellation, re-prioritisation, a new dependency) is O(1):
+/// the entry is marked by its stamp and skipped when it surfaces; marks are compacted away when
+/// they outnumber the live entries, so memory stays proportional to the live entries.
+struct ReadyQueue<Element> {
+  /// Identifies one insertion; needed to withdraw it.
+  typealias Stamp = UInt64
+
+  struct Entry {
+    var order: UInt64
+    var stamp: Stamp
+    var element: Element
+  }
+
+  private struct Lane {
+    var fifo: [Entry] = []
+    var head = 0
+    var heap: [Entry] = []
+    var live = 0
+
+    var lastFIFOOrder: UInt64? { head < fifo.count ? fifo[fifo.count - 1].order : nil }
+
+    mutating func insert(_ entry: Entry) {
+      if let last = lastFIFOOrder, entry.order < last {
+        heap.append(entry)
+        siftUp(heap.count - 1)
+      } else {
+        fifo.append(entry)
+      }
+      live += 1
+    }
+
+    /// Removes and returns the entry with the lowest order, live or marked.
+    mutating func popLowest() -> Entry? {
+      let fifoHead: Entry? = head < fifo.count ? fifo[head] : nil
+      if let top = heap.first, fifoHead == nil || top.order < fifoHead!.order {
+        let last = heap.removeLast()
+        if !heap.isEmpty {
+          heap[0] = last
+          siftDown(0)
+        }
+        return top
+      }
+      guard let fifoHead else { return nil }
+      head += 1
+      if head == fifo.count {
+        fifo.removeAll(keepingCapacity: true)
+        head = 0
+      } else if head >= 1024 && head * 2 >= fifo.count {
+        fifo.removeFirst(head)
+        head = 0
+      }
+      return fifoHead
+    }
+
+    mutating func compact(removing marked: Set<Stamp>) {
+      fifo = fifo[head...].filter { !marked.contains($0.stamp) }
+      head = 0
+      heap = heap.filter { !marked.contains($0.stamp) }
+      for index in stride(from: heap.count / 2 - 1, through: 0, by: -1) { siftDown(index) }
+    }
+
+    private mutating func siftUp(_ index: Int) {
+      var child = index
+      while child > 0 {
+        let parent = (child - 1) / 2
+        guard heap[child].order < heap[parent].order else { return }
+        heap.swapAt(child, parent)
+        child = parent
+      }
+    }
+
+    private mutating func siftDown(_ index: Int) {
+      var parent = index
+      while true {
+        let left = 2 * parent + 1
+        guard left < heap.count else { return }
+        var smallest = left
+        if left + 1 < heap.count && heap[left + 1].order < heap[left].order { smallest = left + 1 }
+        guard heap[smallest].order < heap[parent].order else { return }
+        heap.swapAt(smallest, parent)
+        parent = smallest
+      }
+    }
+  }
+
+  private var lanes = [Lane](repeating: Lane(), count: OperationPriority.allCases.count)
+  private var marked: Set<Stamp> = []
+  private var nextStamp: Stamp = 0
+
+  /// The number of live entries.
+  private(set) var count = 0
+
+  var isEmpty: Bool { count == 0 }
+
+  /// Adds `element`; returns the stamp that withdraws it.
+  mutating func insert(_ element: Element, order: UInt64, priority: OperationPriority) -> Stamp {
+    nextStamp &+= 1
+    lanes[priority.rank].insert(Entry(order: order, stamp: nextStamp, element: element))
+    count += 1
+    return nextStamp
+  }
+
+  /// Withdraws the entry inserted with `stamp` at `priority`. O(1).
+  mutating func remove(stamp: Stamp, priority: OperationPriority) {
+    precondition(count > 0, "Internal inconsistency: removing from an empty ready queue")
+    marked.insert(stamp)
+    lanes[priority.rank].live -= 1
+    count -= 1
+    if count == 0 {
+      removeAll()
+    } else if marked.count > 64 && marked.count > count {
+      for rank in lanes.indices { lanes[rank].compact(removing: marked) }
+      marked.removeAll()
+    }
+  }
+
+  /// Removes and returns the highest-priority, lowest-order live element.
+  mutating func popFirst() -> Element? {
+    guard count > 0 else { return nil }
+    for rank in lanes.indices.reversed() where lanes[rank].live > 0 {
+      while let entry = lanes[rank].popLowest() {
+        if !marked.isEmpty, marked.remove(entry.stamp) != nil { continue }
+        lanes[rank].live -= 1
+        count -= 1
+        return entry.element
+      }
+      preconditionFailure("Internal inconsistency: a lane counted live entries it does not hold")
+    }
+    preconditionFailure("Internal inconsistency: the ready count is \(count) but every lane is empty")
+  }
+
+  /// Drops every entry.
+  mutating func removeAll() {
+    for rank in lanes.indices { lanes[rank] = Lane() }
+    marked.removeAll()
+    count = 0
+  }
+}

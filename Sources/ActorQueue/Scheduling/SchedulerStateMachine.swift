@@ -1,0 +1,120 @@
+/// The start rule of one queue, as a value: which ready operation starts next, and when a
+/// worker task must be started. It performs no effect; `Engine` applies its decisions.
+///
+/// Slots: `executing` operations hold a slot each. Workers: a worker is a task that runs
+/// operations one after another; a *starting* worker has been asked for (spawned) but has not
+/// claimed an operation yet. At most one worker is starting at a time: a worker that claims an
+/// operation asks for the next worker while ready operations still wait for a free slot. So
+/// the number of worker tasks follows the operations that actually run at once (a trivial
+/// workload on two cores needs two or three tasks for any number of operations), while every
+/// ready operation still starts at once when slots are free: each claim starts the next worker.
+///
+/// The rule: an operation starts when it is ready, the queue is not suspended and
+/// `executing < limit`. Among ready operations: higher priority first, then submission order.
+struct SchedulerStateMachine<Element> {
+  /// What a worker does next.
+  struct WorkerStep {
+    /// The operation the worker must run now (it holds a slot already), or `nil`: retire.
+    var run: Element?
+    /// Whether one more worker must be started.
+    var spawnWorker: Bool
+  }
+
+  private(set) var limit: Int
+  private(set) var isSuspended: Bool
+  private(set) var executing = 0
+  private(set) var startingWorkers = 0
+  private var ready = ReadyQueue<Element>()
+
+  init(limit: Int, isSuspended: Bool = false) {
+    self.limit = limit
+    self.isSuspended = isSuspended
+  }
+
+  /// Ready operations waiting for a slot.
+  var readyCount: Int { ready.count }
+
+  private var canStart: Bool { !isSuspended && executing < limit && !ready.isEmpty }
+
+  /// Whether a new worker must be started now; if so, it is counted as starting.
+  private mutating func needsWorker() -> Bool {
+    guard startingWorkers == 0, canStart else { return false }
+    startingWorkers += 1
+    return true
+  }
+
+  private mutating func claim() -> WorkerStep {
+    guard canStart, let element = ready.popFirst() else {
+      return WorkerStep(run: nil, spawnWorker: needsWorker())
+    }
+    executing += 1
+    return WorkerStep(run: element, spawnWorker: needsWorker())
+  }
+
+  // MARK: Events
+
+  /// An operation became ready. Returns the stamp that withdraws it, and whether to start a worker.
+  mutating func makeReady(
+    _ element: Element, order: UInt64, priority: OperationPriority
+  ) -> (stamp: ReadyQueue<Element>.Stamp, spawnWorker: Bool) {
+    let stamp = ready.insert(element, order: order, priority: priority)
+    return (stamp, needsWorker())
+  }
+
+  /// A ready operation left the ready set without starting (cancelled, or pending again).
+  mutating func withdraw(stamp: ReadyQueue<Element>.Stamp, priority: OperationPriority) {
+    ready.remove(stamp: stamp, priority: priority)
+  }
+
+  /// A ready operation's priority changed: it is re-sorted at once.
+  mutating func reprioritize(
+    _ element: Element, stamp: ReadyQueue<Element>.Stamp, order: UInt64,
+    from old: OperationPriority, to new: OperationPriority
+  ) -> ReadyQueue<Element>.Stamp {
+    ready.remove(stamp: stamp, priority: old)
+    return ready.insert(element, order: order, priority: new)
+  }
+
+  /// Every ready operation is cancelled at once.
+  mutating func withdrawAll() {
+    ready.removeAll()
+  }
+
+  /// The limit changed. Raising it may start workers; lowering it governs every later start.
+  mutating func setLimit(_ newLimit: Int) -> Bool {
+    precondition(newLimit >= 1, "Internal inconsistency: limit \(newLimit) was not validated")
+    limit = newLimit
+    return needsWorker()
+  }
+
+  /// The queue was suspended or resumed.
+  mutating func setSuspended(_ suspended: Bool) -> Bool {
+    isSuspended = suspended
+    return needsWorker()
+  }
+
+  /// A worker task began to run: it claims the next operation, or retires.
+  mutating func workerStarted() -> WorkerStep {
+    precondition(startingWorkers > 0, "Internal inconsistency: a worker started that was not asked for")
+    startingWorkers -= 1
+    return claim()
+  }
+
+  /// The operation a worker ran has ended: its slot is free, and the worker counts as starting
+  /// until it claims again (``workerStarted()``) or retires (``workerRetired()``). Counting it so
+  /// means an operation that becomes ready meanwhile (a dependent of the one that ended) is
+  /// left for this worker instead of starting a new task.
+  mutating func operationEnded() {
+    precondition(executing > 0, "Internal inconsistency: an operation ended that held no slot")
+    executing -= 1
+    startingWorkers += 1
+  }
+
+  /// A starting worker retires without claiming (its task was cancelled). Returns whether a
+  /// replacement must be started.
+  mutating func workerRetired() -> Bool {
+    precondition(startingWorkers > 0, "Internal inconsistency: a worker retired that was not starting")
+    startingWorkers -= 1
+    return needsWorker()
+  }
+}

@@ -8,12 +8,15 @@ let package = Package(
   platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
   products: [
     .library(name: "ActorQueue", targets: ["ActorQueue"]),
+    .library(name: "OperationAdapter", targets: ["OperationAdapter"]),
     .executable(name: "bench", targets: ["bench"]),
   ],
   targets: [
     .target(name: "ActorQueue"),
-    .executableTarget(name: "bench", dependencies: ["ActorQueue"]),
+    .target(name: "OperationAdapter", dependencies: ["ActorQueue"]),
+    .executableTarget(name: "bench", dependencies: ["ActorQueue", "OperationAdapter"]),
     .testTarget(name: "ActorQueueTests", dependencies: ["ActorQueue"]),
+    .testTarget(name: "OperationAdapterTests", dependencies: ["ActorQueue", "OperationAdapter"]),
   ]
 )
 

@@ -1,0 +1,3 @@
+// The adapter between Foundation's Operation and ActorQueue lands here.
+public import ActorQueue
+public import Foundation

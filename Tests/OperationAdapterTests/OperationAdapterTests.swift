@@ -1,0 +1,2 @@
+import OperationAdapter
+import Testing

@@ -96,12 +96,12 @@ extension Engine {
   ) {
     if dependency._state == .cancelled {
       dependent.cancelRequested = true
-      terminate(dependent, as: .cancelled, error: CancellationError(), recorded: false, &state, &effects)
+      terminate(dependent, as: .cancelled, error: CancellationError(), &state, &effects)
     } else {
       let failure = DependencyFailedError(
         dependencyID: dependency.id, dependencyName: dependency.name,
         underlyingError: dependency.failure ?? CancellationError())
-      terminate(dependent, as: .failed, error: failure, recorded: false, &state, &effects)
+      terminate(dependent, as: .failed, error: failure, &state, &effects)
     }
   }
 

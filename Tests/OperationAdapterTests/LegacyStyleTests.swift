@@ -154,7 +154,7 @@ import Testing
   @Test func callbackWrapperWaitingOnASemaphoreInMain() async throws {
     let referenceClient = FakeClient()
     let reference = CallbackWrapperOperation(client: referenceClient)
-    let foundation = OperationQueue()
+    let foundation = serialReferenceQueue()
     foundation.addOperation(reference)
     await referenceClient.taskStarted.wait()
     referenceClient.firstTask?.complete(.success(42))

@@ -86,7 +86,7 @@ final class LegacyRun<Op: Operation>: Sendable {
           release()
           signal(.finished)
         }
-        LegacyRuntime.operations.addOperation(operation)
+        LegacyRuntime.start(operation)
         if let timeout, let interval = timeout.dispatchInterval {
           DispatchQueue.global().asyncAfter(deadline: .now() + interval) { [weak self] in
             self?.signal(.timedOut)
@@ -131,7 +131,7 @@ final class LegacyRun<Op: Operation>: Sendable {
     operation.cancel()
     guard LegacyRuntime.misuse(of: operation) == nil else { return release() }
     LegacyRuntime.whenFinished([operation]) { [self] in release() }
-    LegacyRuntime.operations.addOperation(operation)
+    LegacyRuntime.start(operation)
   }
 
   /// Gives up the operation's entry in the record of wrapped operations (once).

@@ -352,3 +352,19 @@ func runOnOperationQueue(_ operations: [Operation], maxConcurrentOperationCount:
   for operation in operations { queue.addOperation(operation) }
   await queue.allFinished()
 }
+
+private let referenceThreads = Mutex<[DispatchQueue]>([])
+
+/// An OperationQueue whose operations run on a serial dispatch queue of their own, for reference
+/// runs of operations whose main() blocks. On Linux a default OperationQueue runs them on
+/// Dispatch's global pool, which the Swift cooperative executor shares: a blocked main() there
+/// stalls the tests' tasks until Dispatch adds a thread (about a second). Only for references
+/// with one operation executing at a time.
+func serialReferenceQueue() -> OperationQueue {
+  let thread = DispatchQueue(label: "reference")
+  referenceThreads.withLock { $0.append(thread) }  // OperationQueue holds it unretained
+  let queue = OperationQueue()
+  queue.maxConcurrentOperationCount = 1
+  queue.underlyingQueue = thread
+  return queue
+}

@@ -240,3 +240,41 @@ import Testing
     #expect(completed.count <= 1)
   }
 }
+
+/// A subclass that takes over `completionBlock` (for its own bookkeeping) cannot hide its end
+/// from the adapter, which learns of it through Foundation's dependency mechanism instead.
+final class CompletionHijackingOperation: Operation, @unchecked Sendable {  // no stored state
+  override var completionBlock: (@Sendable () -> Void)? {
+    get { nil }
+    set {}  // swallows whatever anyone sets
+  }
+  override func main() {}
+}
+
+@Suite struct FinishDetectionTests {
+  @Test func aSubclassOverridingCompletionBlockStillEndsItsHandle() async throws {
+    let reference = CompletionHijackingOperation()
+    let referenceDependent = BlockOperation {}
+    referenceDependent.addDependency(reference)
+    await runOnOperationQueue([referenceDependent, reference])
+    #expect(referenceDependent.isFinished)
+
+    let operation = CompletionHijackingOperation()
+    operation.completionBlock = { Issue.record("swallowed, never runs") }
+    let handle = try ActorQueue().addOperation(legacy: operation)
+    _ = try await handle.value
+    #expect(handle.state == .finished && operation.isFinished)
+  }
+
+  @Test func finishIsLearnedWhetherTheOperationEndsBeforeOrAfterTheAdapterWatchesIt() async throws {
+    // Synchronous operations often end before start() returns; asynchronous ones after.
+    let queue = ActorQueue()
+    let immediate = try (0..<200).map { _ in try queue.addOperation(legacy: BlockOperation {}) }
+    let later = try (0..<200).map { _ in
+      try queue.addOperation(legacy: AsyncFetchOperation { done in DispatchQueue.global().async { done("") } })
+    }
+    for handle in immediate { _ = try await handle.value }
+    for handle in later { _ = try await handle.value }
+    #expect(queue.operationCount == 0)
+  }
+}

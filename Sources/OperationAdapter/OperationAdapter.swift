@@ -81,7 +81,7 @@ extension ActorQueue {
     legacy operation: Op, timeout: Duration?
   ) throws -> QueueOperation<Op> {
     let run = try LegacyRun.prepare(operation, timeout: timeout).get()
-    let handle = QueueOperation(preparing: run)
+    let handle = QueueOperation<Op>(preparing: run)
     try addOperation(handle)
     return handle
   }
@@ -116,12 +116,13 @@ extension QueueOperation where Success: Operation {
     }
   }
 
-  convenience init(preparing run: LegacyRun<Success>) {
+  convenience init(preparing run: LegacyRun) {
     let operation = run.operation
     self.init(name: operation.name, priority: OperationPriority(operation.queuePriority)) {
-      try await run.execute()
+      unsafeDowncast(try await run.execute(), to: Success.self)  // it is run.operation
     }
-    run.attach(to: self)
+    onCompletion { _ in run.handleEnded() }
+    run.gate(self)
   }
 }
 

@@ -71,3 +71,26 @@ import Testing
     #expect(handle.state == .finished)
   }
 }
+
+extension MisuseTests {
+  @Test func anOperationStartedByLegacyCodeWhileItsHandleWaitedIsLeftAlone() async throws {
+    let release = Gate()
+    let started = Gate()
+    let operation = AsyncFetchOperation { done in
+      started.open()
+      Task { await release.wait(); done("by legacy code") }
+    }
+    let queue = ActorQueue()
+    queue.isSuspended = true
+    let handle = try queue.addOperation(legacy: operation)
+    operation.start()  // misuse: legacy code runs it by hand while the handle waits
+    await started.wait()
+    queue.isSuspended = false
+    await #expect(throws: OperationAdapterError.alreadyExecuting) { try await handle.value }
+    // Not cancelled nor started again by the adapter: it finishes on its own.
+    #expect(!operation.isCancelled)
+    release.open()
+    await operation.finished()
+    #expect(operation.result == "by legacy code" && !operation.isCancelled)
+  }
+}

@@ -5,10 +5,11 @@ public import Foundation
 //
 // How a wrapped operation runs: the handle (a `QueueOperation<Op>`) waits in its ActorQueue
 // like any operation — without a slot while the legacy operation's Foundation dependencies are
-// unfinished — and when it starts, its body hands the legacy operation to a private
-// `OperationQueue` of the adapter, which calls `start()` on one of Foundation's threads, and
-// suspends (no thread blocks) until Foundation records that the operation finished. The slot
-// is held exactly that long.
+// unfinished (a gate operation on an internal queue stands for them) — and when it starts, its
+// body calls the legacy operation's `start()` on a serial dispatch queue of its own (an
+// overcommitting thread, not the Swift cooperative pool, which on Linux also serves
+// `OperationQueue`'s threads) and suspends, holding no thread, until Foundation records that the
+// operation finished. The slot is held exactly that long. See `Internal/LegacyRuntime.swift`.
 
 extension ActorQueue {
   /// Adds a legacy `Operation` to this queue, unchanged, and returns its handle.
@@ -53,8 +54,11 @@ extension ActorQueue {
   ///   forever, exactly as it would keep an `OperationQueue` slot; use
   ///   ``addOperation(legacy:timeout:)`` to bound that.
   ///
-  /// Cost: a few microseconds per operation over running it in an `OperationQueue` directly
-  /// (one `QueueOperation`, one sentinel `BlockOperation`, two thread hops).
+  /// Cost: about 16–20 µs per trivial operation in a release build on two Linux cores, 2.2–2.5
+  /// times running it in an `OperationQueue` directly (7–8 µs): a ``QueueOperation``, a
+  /// sentinel `Operation`, and two thread hops — to a thread of its own, so that a blocking
+  /// `main()` cannot stall Swift tasks, and back to the cooperative pool. A queue with a small
+  /// limit is bound by that round trip (about 35 µs per operation with limit 2).
   ///
   /// - Throws: ``OperationAdapterError/alreadyFinished`` or
   ///   ``OperationAdapterError/alreadyExecuting`` if the operation has run or is running;

@@ -16,8 +16,12 @@ extension ActorQueue {
   ///
   /// The operation occupies one slot of this queue while it executes and obeys the queue's
   /// limit, suspension, priority (its `queuePriority` at this call) and cancellation. Its
-  /// `start()` (and so its `main()`) runs on a thread Foundation provides, never on a Swift
-  /// cooperative thread, so a blocking `main()` is fine. Any legacy style works: a synchronous
+  /// `start()` (and so its `main()`) runs on a thread of its own (from Dispatch's
+  /// overcommitting pool), never on a Swift cooperative thread, so a blocking `main()` is fine:
+  /// it blocks only that thread. (A default `OperationQueue` on Linux would run it on Dispatch's
+  /// global pool, which the Swift cooperative executor shares: two blocked `main()`s on two
+  /// cores stall every Swift task for about a second.) The queue's limit bounds how many such
+  /// threads block at once. Any legacy style works: a synchronous
   /// `main()`, an asynchronous `start()` with hand-written `isExecuting`/`isFinished`
   /// notifications, `BlockOperation`, an overridden `cancel()`.
   ///
@@ -47,9 +51,12 @@ extension ActorQueue {
   ///   reaches a queue); signalling it twice is harmless.
   ///
   /// Preconditions Foundation's public API cannot check:
-  /// - The operation must not be in an `OperationQueue`, nor be added to one later: Foundation
-  ///   traps ("operations finished, executing or already in a queue cannot be enqueued") when
-  ///   the adapter hands it to its own queue.
+  /// - The operation must not be in an `OperationQueue`, nor be added to one or started by
+  ///   hand later: Foundation traps when it is started twice or started while in a queue
+  ///   ("something is trying to start the receiver simultaneously from more than one thread",
+  ///   or "… already in a queue cannot be enqueued"). If legacy code starts it while the
+  ///   handle waits, the handle fails with ``OperationAdapterError/alreadyExecuting`` (or
+  ///   ``OperationAdapterError/alreadyFinished``) and leaves the operation alone.
   /// - It must finish. One that never signals `isFinished` keeps its slot and its handle
   ///   forever, exactly as it would keep an `OperationQueue` slot; use
   ///   ``addOperation(legacy:timeout:)`` to bound that.

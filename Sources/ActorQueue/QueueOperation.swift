@@ -43,9 +43,8 @@ public class AnyQueueOperation: Hashable, @unchecked Sendable, CustomStringConve
   /// Unfinished operations that wait for this one; emptied when it ends.
   var dependentEdges: [DependencyEdge] = []
   var unfinishedDependencies = 0
-  /// The body, type-erased so the worker's hot path runs no unspecialised generic code. Set at
-  /// creation, read by the worker that claimed the operation (the claim is made under the
-  /// lock, after every write), released under the lock when the operation ends (P8).
+  /// The body, type-erased so the worker's hot path runs no unspecialised generic code. Taken
+  /// by the worker that claims the operation; released when the operation ends (P8).
   var body: (@Sendable () async throws -> any Sendable)?
   /// The outcome once ended: the body's value, or the error (`CancellationError` when cancelled).
   var outcome: Outcome?
@@ -84,18 +83,6 @@ public class AnyQueueOperation: Hashable, @unchecked Sendable, CustomStringConve
   var failure: (any Error)? {
     if case .failure(let error) = outcome { return error }
     return nil
-  }
-
-  /// Runs the body on `worker`'s task, ends the operation, and returns the worker's next step.
-  func execute(in queue: QueueCore, worker: Worker, yieldAfter: Bool) async -> WorkerAction {
-    guard let body else { preconditionFailure("Internal inconsistency: \(id) started twice") }
-    let outcome: Outcome
-    do {
-      outcome = .success(try await body())
-    } catch {
-      outcome = .failure(error)
-    }
-    return Engine.operationEnded(self, with: outcome, in: queue, worker: worker, yieldAfter: yieldAfter)
   }
 
   /// Takes the completion handlers and binds them to the outcome. Under the lock.

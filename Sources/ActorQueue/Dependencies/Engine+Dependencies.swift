@@ -96,11 +96,11 @@ extension Engine {
   ) {
     if dependency._state == .cancelled {
       dependent.cancelRequested = true
-      terminate(dependent, as: .cancelled, error: CancellationError(), &state, &effects)
+      terminate(dependent, as: .cancelled, error: Engine.cancellation, &state, &effects)
     } else {
       let failure = DependencyFailedError(
         dependencyID: dependency.id, dependencyName: dependency.name,
-        underlyingError: dependency.failure ?? CancellationError())
+        underlyingError: dependency.failure ?? Engine.cancellation)
       terminate(dependent, as: .failed, error: failure, &state, &effects)
     }
   }

@@ -148,11 +148,11 @@ extension Engine {
       if dependent.requiresSuccess && terminal != .finished {
         if terminal == .cancelled {
           dependentOp.cancelRequested = true
-          work.append((dependentOp, .cancelled, CancellationError()))
+          work.append((dependentOp, .cancelled, Engine.cancellation))
         } else {
           let failure = DependencyFailedError(
             dependencyID: operation.id, dependencyName: operation.name,
-            underlyingError: operation.failure ?? CancellationError())
+            underlyingError: operation.failure ?? Engine.cancellation)
           work.append((dependentOp, .failed, failure))
         }
       } else if dependentOp.unfinishedDependencies == 0, let queue = dependentOp.queue {
@@ -177,7 +177,7 @@ extension Engine {
         if let task = worker.task { effects.cancel(task) }
       }
     case .pending, .ready:
-      terminate(operation, as: .cancelled, error: CancellationError(), &state, &effects)
+      terminate(operation, as: .cancelled, error: Engine.cancellation, &state, &effects)
     case .finished, .failed, .cancelled:
       preconditionFailure("Internal inconsistency: terminal states were handled above")
     }

@@ -1,6 +1,5 @@
 public import ActorQueue
 public import Foundation
-import Synchronization
 
 extension AnyQueueOperation {
   /// A Foundation `Operation` that finishes when this operation ends (in any terminal state),
@@ -29,10 +28,10 @@ extension AnyQueueOperation {
 
 /// The `Operation` returned by ``AnyQueueOperation/asFoundationOperation()``.
 ///
-/// `@unchecked Sendable`: `Operation` is `Sendable`; the added state is a `let` and a `Mutex`.
+/// `@unchecked Sendable`: `Operation` is `Sendable`; the added state is a `let` and a `LockedValue`.
 final class QueueOperationMarker: Operation, @unchecked Sendable {
   private let target: AnyQueueOperation
-  private let targetEnded = Mutex(false)
+  private let targetEnded = LockedValue(false)
 
   init(for target: AnyQueueOperation) {
     self.target = target

@@ -1,5 +1,5 @@
 public import Foundation
-import Synchronization
+import ActorQueue
 
 /// A Foundation `Operation` that runs an `async` closure: the way to put new async code into
 /// an existing `OperationQueue` (or behind a legacy dependency) while migrating.
@@ -23,7 +23,7 @@ import Synchronization
 /// `Operation`.
 ///
 /// `@unchecked Sendable`: `Operation` is `Sendable` and this subclass adds only `let`s and
-/// state inside `Mutex`es.
+/// state behind locks (`LockedValue`).
 public final class AsyncBlockOperation: Operation, @unchecked Sendable {
   private enum State {
     case initial
@@ -31,14 +31,14 @@ public final class AsyncBlockOperation: Operation, @unchecked Sendable {
     case finished
   }
 
-  private let state = Mutex(State.initial)
+  private let state = LockedValue(State.initial)
   /// Released when the run ends, so captures do not outlive it (P8).
-  private let body: Mutex<(@Sendable () async throws -> Void)?>
-  private let failure = Mutex<(any Error)?>(nil)
+  private let body: LockedValue<(@Sendable () async throws -> Void)?>
+  private let failure = LockedValue<(any Error)?>(nil)
 
   /// An operation that runs `body` once when started (by an `OperationQueue` or `start()`).
   public init(_ body: @escaping @Sendable () async throws -> Void) {
-    self.body = Mutex(body)
+    self.body = LockedValue(body)
     super.init()
   }
 

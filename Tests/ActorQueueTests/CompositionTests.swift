@@ -1,6 +1,5 @@
 import ActorQueue
 import Foundation
-import Synchronization
 import Testing
 
 /// Multi-block operations, barriers and the main-actor queue (issue 3, points 5–7).
@@ -216,7 +215,7 @@ func waitForCancellation(started: CountdownGate) async {
     var isCancelled = false
     var continuation: CheckedContinuation<Void, Never>?
   }
-  let state = Mutex(State())
+  let state = LockedValue(State())
   await withTaskCancellationHandler {
     await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
       let alreadyCancelled = state.withLock { state in

@@ -1,7 +1,6 @@
 import ActorQueue
 import Foundation
 import OperationAdapter
-import Synchronization
 import Testing
 
 /// The reverse direction: async code as a Foundation Operation.
@@ -9,7 +8,7 @@ import Testing
   @Test func runsItsClosureInATaskAndHoldsItsOperationQueueSlotUntilTheTaskEnds() async throws {
     let release = Gate()
     let order = Recorder<String>()
-    let insideTask = Mutex<Bool?>(nil)
+    let insideTask = LockedValue<Bool?>(nil)
     let operation = AsyncBlockOperation {
       insideTask.withLock { $0 = withUnsafeCurrentTask { $0 != nil } }
       await release.wait()
@@ -30,7 +29,7 @@ import Testing
 
   @Test func cancelCancelsItsTask() async throws {
     let started = Gate()
-    let sawCancellation = Mutex(false)
+    let sawCancellation = LockedValue(false)
     let operation = AsyncBlockOperation {
       started.open()
       let cancelled = Gate()
@@ -75,13 +74,13 @@ import Testing
 
   @Test func runsThroughTheAdapterAndTheHandleCancelsItsTask() async throws {
     let queue = ActorQueue()
-    let value = Mutex(0)
+    let value = LockedValue(0)
     let handle = try queue.addOperation(legacy: AsyncBlockOperation { value.withLock { $0 = 5 } })
     _ = try await handle.value
     #expect(value.withLock { $0 } == 5)
 
     let started = Gate()
-    let sawCancellation = Mutex(false)
+    let sawCancellation = LockedValue(false)
     let cancellable = try queue.addOperation(legacy: AsyncBlockOperation {
       started.open()
       let cancelled = Gate()

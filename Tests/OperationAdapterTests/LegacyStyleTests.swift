@@ -1,7 +1,6 @@
 import ActorQueue
 import Foundation
 import OperationAdapter
-import Synchronization
 import Testing
 
 /// One test per legacy style (operation-model.md §5): each runs the same subclass on an
@@ -70,7 +69,7 @@ import Testing
     final class Download: Sendable {
       let started = Gate()
       let stops = Counter()
-      let finish = Mutex<(@Sendable (Int) -> Void)?>(nil)
+      let finish = LockedValue<(@Sendable (Int) -> Void)?>(nil)
       func start(_ completion: @escaping @Sendable (Int) -> Void) -> @Sendable () -> Void {
         finish.withLock { $0 = completion }
         started.open()

@@ -2,7 +2,6 @@ import ActorQueue
 import Dispatch
 import Foundation
 import OperationAdapter
-import Synchronization
 import Testing
 
 /// Many legacy operations at once, and blocking main()s, without starving the cooperative pool.
@@ -10,7 +9,7 @@ import Testing
   @Test(.timeLimit(.minutes(1)))
   func sixThousandAwaitedLegacyOperationsOutstandingAtOnceCompletePromptly() async throws {
     let count = 6_000
-    let callbacks = Mutex<[@Sendable (String) -> Void]>([])
+    let callbacks = LockedValue<[@Sendable (String) -> Void]>([])
     let allStarted = CountdownGate(count: count)
     let queue = ActorQueue()
     let clock = ContinuousClock()

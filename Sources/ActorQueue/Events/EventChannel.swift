@@ -1,5 +1,3 @@
-import Synchronization
-
 /// One subscriber's buffer of events: the producer pushes under the engine's lock (so every
 /// subscriber sees events in the order they happened), the consumer pulls through
 /// `AsyncStream(unfolding:)`.
@@ -10,7 +8,7 @@ import Synchronization
 /// taken inside the engine's; a consumer waiting for an event is resumed after the engine's
 /// lock is released.
 final class EventChannel<Element: Sendable>: Sendable {
-  private struct State: ~Copyable {
+  private struct State {
     var buffer: [Element] = []
     var head = 0
     var dropped = 0
@@ -36,7 +34,7 @@ final class EventChannel<Element: Sendable>: Sendable {
     }
   }
 
-  private let state = Mutex(State())
+  private let state = LockedValue(State())
   private let capacity: Int?
   private let droppedMarker: (@Sendable (_ count: Int, _ last: Element) -> Element)?
 

@@ -1,5 +1,3 @@
-import Synchronization
-
 /// The scheduler's lock and the state it guards.
 ///
 /// One lock guards the scheduling state of every queue and operation in the process: the
@@ -14,14 +12,14 @@ import Synchronization
 ///
 /// Nested locking: only `EventChannel`'s own leaf lock is ever taken inside this one.
 enum Engine {
-  struct State: ~Copyable {
+  struct State {
     /// Submission order: one counter for all queues (orders among ready operations).
     var nextSubmission: UInt64 = 0
     /// The global order of events.
     var nextEventSequence: UInt64 = 0
   }
 
-  static let lock = Mutex(State())
+  static let lock = LockedValue(State())
 
   /// The error of every operation cancelled before its body returned: one boxed instance,
   /// so cancelling 100,000 waiting operations allocates no error box per operation.

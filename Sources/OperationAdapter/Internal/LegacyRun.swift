@@ -1,7 +1,6 @@
 import ActorQueue
 import Dispatch
 import Foundation
-import Synchronization
 
 /// One legacy operation on its way through a ``QueueOperation``: started by the handle's body
 /// (which holds the queue's slot), or finished without a slot if the handle ends before it
@@ -31,9 +30,9 @@ final class LegacyRun: Sendable {
   let operation: Operation
   private let timeout: Duration?
   private let identifier: ObjectIdentifier
-  private let state = Mutex(State.idle)
+  private let state = LockedValue(State.idle)
   /// Whether this run still holds the operation's entry in `LegacyRuntime`'s record.
-  private let registered = Mutex(true)
+  private let registered = LockedValue(true)
 
   private init(operation: Operation, timeout: Duration?) {
     self.operation = operation

@@ -1,7 +1,7 @@
 import ActorQueue
+import Synchronization
 import Dispatch
 import Foundation
-import Synchronization
 
 /// Foundation's side of the adapter: how legacy operations are started, how their end is
 /// learned, and the record of the legacy operations the adapter holds.
@@ -15,7 +15,7 @@ enum LegacyRuntime {
   private static let wrapped: [WrappedShard] = (0..<16).map { _ in WrappedShard() }
 
   private final class WrappedShard: Sendable {
-    let identifiers = Mutex<Set<ObjectIdentifier>>([])
+    let identifiers = LockedValue<Set<ObjectIdentifier>>([])
   }
 
   private static func shard(_ identifier: ObjectIdentifier) -> WrappedShard {
@@ -119,16 +119,16 @@ enum LegacyRuntime {
   ///
   /// Foundation holds dependents unretained, so the sentinel keeps itself alive until it fires.
   ///
-  /// `@unchecked Sendable`: `Operation` is `Sendable`; the added state is in `Mutex`es and an
+  /// `@unchecked Sendable`: `Operation` is `Sendable`; the added state is behind locks (`LockedValue`) and an
   /// `Atomic`.
   private final class FinishSentinel: Operation, @unchecked Sendable {
-    private let action: Mutex<(@Sendable () -> Void)?>
+    private let action: LockedValue<(@Sendable () -> Void)?>
     private let armed = Atomic(false)
-    private let keepAlive = Mutex<FinishSentinel?>(nil)
+    private let keepAlive = LockedValue<FinishSentinel?>(nil)
 
     @discardableResult
     init(waitingFor operations: [Operation], then action: @escaping @Sendable () -> Void) {
-      self.action = Mutex(action)
+      self.action = LockedValue(action)
       super.init()
       keepAlive.withLock { $0 = self }
       for operation in operations { addDependency(operation) }

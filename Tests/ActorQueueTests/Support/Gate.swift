@@ -1,4 +1,4 @@
-import Synchronization
+import ActorQueue
 
 /// A one-shot barrier for ordering concurrent code in tests without sleeping.
 ///
@@ -9,7 +9,7 @@ final class Gate: Sendable {
     var isOpen = false
     var waiters: [CheckedContinuation<Void, Never>] = []
   }
-  private let state = Mutex(State())
+  private let state = LockedValue(State())
 
   init() {}
 
@@ -38,11 +38,11 @@ final class Gate: Sendable {
 
 /// Counts up to a target and opens a gate when it gets there: "wait until n things happened".
 final class CountdownGate: Sendable {
-  private let remaining: Mutex<Int>
+  private let remaining: LockedValue<Int>
   private let gate = Gate()
 
   init(count: Int) {
-    remaining = Mutex(count)
+    remaining = LockedValue(count)
     if count <= 0 { gate.open() }
   }
 
@@ -59,7 +59,7 @@ final class CountdownGate: Sendable {
 
 /// A thread-safe recorder of values, in the order they were appended.
 final class Recorder<Value: Sendable>: Sendable {
-  private let values = Mutex<[Value]>([])
+  private let values = LockedValue<[Value]>([])
 
   init() {}
 
@@ -70,7 +70,7 @@ final class Recorder<Value: Sendable>: Sendable {
 
 /// Tracks how many bodies run at once and the maximum ever seen.
 final class ConcurrencyProbe: Sendable {
-  private let counts = Mutex<(current: Int, maximum: Int)>((0, 0))
+  private let counts = LockedValue<(current: Int, maximum: Int)>((0, 0))
 
   init() {}
 

@@ -1,5 +1,5 @@
 // A copy of Tests/ActorQueueTests/Support (test targets cannot share sources).
-import Synchronization
+import ActorQueue
 
 /// A one-shot barrier for ordering concurrent code in tests without sleeping.
 ///
@@ -10,7 +10,7 @@ final class Gate: Sendable {
     var isOpen = false
     var waiters: [CheckedContinuation<Void, Never>] = []
   }
-  private let state = Mutex(State())
+  private let state = LockedValue(State())
 
   init() {}
 
@@ -39,11 +39,11 @@ final class Gate: Sendable {
 
 /// Counts up to a target and opens a gate when it gets there: "wait until n things happened".
 final class CountdownGate: Sendable {
-  private let remaining: Mutex<Int>
+  private let remaining: LockedValue<Int>
   private let gate = Gate()
 
   init(count: Int) {
-    remaining = Mutex(count)
+    remaining = LockedValue(count)
     if count <= 0 { gate.open() }
   }
 
@@ -60,7 +60,7 @@ final class CountdownGate: Sendable {
 
 /// A thread-safe recorder of values, in the order they were appended.
 final class Recorder<Value: Sendable>: Sendable {
-  private let values = Mutex<[Value]>([])
+  private let values = LockedValue<[Value]>([])
 
   init() {}
 
@@ -71,7 +71,7 @@ final class Recorder<Value: Sendable>: Sendable {
 
 /// Tracks how many bodies run at once and the maximum ever seen.
 final class ConcurrencyProbe: Sendable {
-  private let counts = Mutex<(current: Int, maximum: Int)>((0, 0))
+  private let counts = LockedValue<(current: Int, maximum: Int)>((0, 0))
 
   init() {}
 

@@ -6,10 +6,10 @@
 // (exactly what a migrating codebase adds). Why it holds here: each unguarded field is written
 // by the operation's own work before it sends didChangeValue(forKey: "isFinished") (or before
 // main() returns) and read by the tests only after the operation is seen finished, an edge
-// ordered by Foundation's internal locks; the others are behind a lock or a Mutex.
+// ordered by Foundation's internal locks; the others are behind a lock.
 import Dispatch
 import Foundation
-import Synchronization
+import ActorQueue
 
 /// Whether the calling code runs inside a Swift task (a blocking main() must not).
 func insideSwiftTask() -> Bool { withUnsafeCurrentTask { $0 != nil } }
@@ -186,12 +186,12 @@ final class FakeClient: Sendable {
   struct Cancelled: Error {}
 
   final class FakeTask: Sendable {
-    private let completion: Mutex<(@Sendable (Result<Int, any Error>) -> Void)?>
+    private let completion: LockedValue<(@Sendable (Result<Int, any Error>) -> Void)?>
     let started = Gate()
-    let cancelCalls = Mutex(0)
+    let cancelCalls = LockedValue(0)
 
     init(completion: @escaping @Sendable (Result<Int, any Error>) -> Void) {
-      self.completion = Mutex(completion)
+      self.completion = LockedValue(completion)
     }
 
     func complete(_ result: Result<Int, any Error>) {
@@ -208,7 +208,7 @@ final class FakeClient: Sendable {
     }
   }
 
-  let tasks = Mutex<[FakeTask]>([])
+  let tasks = LockedValue<[FakeTask]>([])
   let taskStarted = Gate()
 
   func startTask(completion: @escaping @Sendable (Result<Int, any Error>) -> Void) -> FakeTask {
@@ -283,7 +283,7 @@ final class TiltShiftOperation: Operation, ImageProvider, @unchecked Sendable {
 final class DoubleFinishOperation: Operation, @unchecked Sendable {
   private var _executing = false
   private var _finished = false
-  let finishSignals = Mutex(0)
+  let finishSignals = LockedValue(0)
   let bothSignalsSent = Gate()
 
   override var isAsynchronous: Bool { true }
@@ -315,7 +315,7 @@ final class DoubleFinishOperation: Operation, @unchecked Sendable {
 /// Never signals that it finished (forgot to finish when cancelled, the classic P1 slot leak).
 final class NeverFinishingOperation: Operation, @unchecked Sendable {
   private var _executing = false
-  let cancelCalls = Mutex(0)
+  let cancelCalls = LockedValue(0)
   let started = Gate()
 
   override var isAsynchronous: Bool { true }
@@ -339,7 +339,7 @@ final class NeverFinishingOperation: Operation, @unchecked Sendable {
 
 /// Counts calls, thread-safely (for completion blocks and bodies).
 final class Counter: Sendable {
-  private let value = Mutex(0)
+  private let value = LockedValue(0)
   func increment() { value.withLock { $0 += 1 } }
   var count: Int { value.withLock { $0 } }
 }
@@ -353,7 +353,7 @@ func runOnOperationQueue(_ operations: [Operation], maxConcurrentOperationCount:
   await queue.allFinished()
 }
 
-private let referenceThreads = Mutex<[DispatchQueue]>([])
+private let referenceThreads = LockedValue<[DispatchQueue]>([])
 
 /// An OperationQueue whose operations run on a serial dispatch queue of their own, for reference
 /// runs of operations whose main() blocks. On Linux a default OperationQueue runs them on

@@ -41,7 +41,7 @@ public class AnyQueueOperation: Hashable, @unchecked Sendable, CustomStringConve
   var worker: Worker?
   var dependencyEdges: [DependencyEdge] = []
   /// Unfinished operations that wait for this one; emptied when it ends.
-  var dependentEdges: [DependencyEdge] = []
+  var dependentEdges: [DependentEdge] = []
   var unfinishedDependencies = 0
   /// The body, type-erased so the worker's hot path runs no unspecialised generic code. Taken
   /// by the worker that claims the operation; released when the operation ends (P8).
@@ -63,18 +63,15 @@ public class AnyQueueOperation: Hashable, @unchecked Sendable, CustomStringConve
   /// its tail must not recurse once per link and overflow the stack. Operations this one holds
   /// the last reference to have their edges moved into a work list first, so each is
   /// deallocated with no edges left. Reading their fields without the lock is safe: holding
-  /// the only reference, nobody else can reach them.
+  /// the only reference, nobody else can reach them (dependents point back only weakly).
   deinit {
-    guard !dependencyEdges.isEmpty || !dependentEdges.isEmpty else { return }
-    var pending = dependencyEdges.map(\.operation) + dependentEdges.map(\.operation)
+    guard !dependencyEdges.isEmpty else { return }
+    var pending = dependencyEdges.map(\.operation)
     dependencyEdges = []
-    dependentEdges = []
     while var operation = pending.popLast() {
       if isKnownUniquelyReferenced(&operation) {
         pending.append(contentsOf: operation.dependencyEdges.lazy.map(\.operation))
-        pending.append(contentsOf: operation.dependentEdges.lazy.map(\.operation))
         operation.dependencyEdges = []
-        operation.dependentEdges = []
       }
     }
   }

@@ -14,7 +14,7 @@ public enum DependencyRequirement: Sendable, Hashable {
   case success
 }
 
-/// One edge of the dependency graph, as seen from one of its ends.
+/// A dependency edge as the dependent holds it: strongly, as Foundation's `dependencies` do.
 struct DependencyEdge {
   enum Kind: Equatable {
     case completion
@@ -25,6 +25,17 @@ struct DependencyEdge {
 
   let operation: AnyQueueOperation
   var kind: Kind
+
+  var requiresSuccess: Bool { kind != .completion }
+}
+
+/// A dependency edge as the dependency holds it: weakly. A dependent that is in a queue is kept
+/// alive by its queue, and one that is in none can only be run if somebody still holds it; so
+/// a prepared graph that is dropped without being enqueued is freed instead of keeping itself
+/// alive through edges pointing both ways.
+struct DependentEdge {
+  weak var operation: AnyQueueOperation?
+  var kind: DependencyEdge.Kind
 
   var requiresSuccess: Bool { kind != .completion }
 }
@@ -60,7 +71,7 @@ extension Engine {
       }
       return
     }
-    dependency.dependentEdges.append(DependencyEdge(operation: dependent, kind: kind))
+    dependency.dependentEdges.append(DependentEdge(operation: dependent, kind: kind))
     dependent.unfinishedDependencies += 1
     if let stamp = dependent.readyStamp, let queue = dependent.queue {
       queue.machine.withdraw(stamp: stamp, priority: dependent.priority)
@@ -123,7 +134,7 @@ extension Engine {
     var stack = [dependent]
     while let operation = stack.popLast() {
       for edge in operation.dependentEdges {
-        let waiting = edge.operation
+        guard let waiting = edge.operation else { continue }
         if waiting === dependency { return true }
         if visited.insert(ObjectIdentifier(waiting)).inserted { stack.append(waiting) }
       }

@@ -139,8 +139,7 @@ extension Engine {
     let dependents = operation.dependentEdges
     operation.dependentEdges = []
     for dependent in dependents {
-      let dependentOp = dependent.operation
-      guard !dependentOp._state.isTerminal else { continue }
+      guard let dependentOp = dependent.operation, !dependentOp._state.isTerminal else { continue }
       precondition(
         dependentOp._state == .pending && dependentOp.unfinishedDependencies > 0,
         "Internal inconsistency: \(dependentOp.id) was \(dependentOp._state) with an unfinished dependency")

@@ -47,9 +47,10 @@ struct SubmissionTests {
       started.open()
       await release.wait()
     }
+    // a holds the only slot before the others arrive (otherwise b, higher, would go first).
+    await started.wait()
     let b = queue.addOperation(name: "b", priority: .veryHigh) {}
     let c = queue.addOperation(name: "c", priority: .veryLow) {}
-    await started.wait()
     #expect(a.isExecuting)
     #expect(queue.operationCount == 3)
     // Submission order, not priority order.
@@ -83,8 +84,10 @@ struct SubmissionTests {
     let c = BlockOperation {}
     c.name = "c"
     c.queuePriority = .veryLow
-    for operation in [a, b, c] { queue.addOperation(operation) }
+    queue.addOperation(a)
     await onBlockingThread { started.wait() }
+    queue.addOperation(b)
+    queue.addOperation(c)
     #expect(a.isExecuting)
     #expect(queue.operationCount == 3)
     #expect(queue.operations.map(\.name) == ["a", "b", "c"])

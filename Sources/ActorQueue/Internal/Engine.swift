@@ -25,9 +25,9 @@ enum Engine {
 
   /// Runs `body` under the lock, then performs the effects it decided on.
   @inline(__always)
-  static func locked<Result: Sendable>(
-    _ body: (inout State, inout Effects) -> Result
-  ) -> Result {
+  static func locked<T: Sendable>(
+    _ body: (inout State, inout Effects) -> T
+  ) -> T {
     var effects = Effects()
     let result = lock.withLock { state in body(&state, &effects) }
     effects.perform()
@@ -93,13 +93,15 @@ extension Engine {
       switch action {
       case .run(let operation):
         streak &+= 1
-        // Every 64 operations in a row, give the thread away once: a queue of short
+        // Every 256 operations in a row, give the thread away once: a queue of short
         // operations must not monopolise a thread of the cooperative pool.
-        action = await operation.execute(in: queue, worker: worker, yieldAfter: streak % 64 == 0)
+        action = await operation.execute(in: queue, worker: worker, yieldAfter: streak % 256 == 0)
       case .yieldThenContinue:
         await Task.yield()
         action = workerStarted(worker, for: queue)
       case .retire:
+        // Break the worker ↔ task reference cycle.
+        locked { _, _ in worker.task = nil }
         return
       }
     }
@@ -112,25 +114,25 @@ extension Engine {
     }
   }
 
-  /// The body of `operation` ended; `record` stores its result and returns its error, if any.
-  /// Returns what the worker does next.
+  /// The body of `operation` ended with `outcome`. Returns what the worker does next.
   static func operationEnded(
-    _ operation: AnyQueueOperation, in queue: QueueCore, worker: Worker, yieldAfter: Bool,
-    record: () -> (any Error)?
+    _ operation: AnyQueueOperation, with outcome: Outcome, in queue: QueueCore, worker: Worker,
+    yieldAfter: Bool
   ) -> WorkerAction {
     locked { state, effects in
-      let error = record()
+      operation.outcome = outcome
+      operation.body = nil
       let terminal: OperationState
-      switch error {
-      case nil: terminal = .finished
-      case is CancellationError:
+      switch outcome {
+      case .success: terminal = .finished
+      case .failure(is CancellationError):
         operation.cancelRequested = true
         terminal = .cancelled
-      case .some: terminal = .failed
+      case .failure: terminal = .failed
       }
       operation.worker = nil
       queue.machine.operationEnded()
-      terminate(operation, as: terminal, error: error, recorded: true, &state, &effects)
+      terminate(operation, as: terminal, &state, &effects)
       if worker.cancelRequested {
         if queue.machine.workerRetired() { effects.spawnWorker(for: queue) }
         return .retire

@@ -323,4 +323,37 @@ struct CancellationTests {
     body.release.open()
     #expect(try await next.value == "next")
   }
+
+  @Test("The task of a cancelled executing op is not reused: the next op's body does not see cancellation")
+  func cancellationDoesNotLeakIntoNextOp() async throws {
+    let queue = ActorQueue(maxConcurrentOperationCount: 1)
+    let body = CancellableBody()
+    let cancelled = queue.addOperation { await body.run() }
+    let next = queue.addOperation { Task.isCancelled }
+    let afterThat = queue.addOperation { Task.isCancelled }
+    await body.started.wait()
+    cancelled.cancel()
+    await body.handlerFired.wait()
+    body.release.open()
+    #expect(try await next.value == false)
+    #expect(try await afterThat.value == false)
+    #expect(!next.isCancelled)
+  }
+
+  @Test("Cancelling a waiting op after changing its priority withdraws it cleanly; the others still run in order")
+  func cancelAfterReprioritising() async {
+    let queue = ActorQueue(maxConcurrentOperationCount: 1)
+    queue.isSuspended = true
+    let recorder = Recorder<Int>()
+    let operations = (0..<6).map { index in queue.addOperation { recorder.append(index) } }
+    operations[1].queuePriority = .high
+    operations[1].cancel()
+    operations[4].queuePriority = .veryHigh
+    operations[4].queuePriority = .low
+    operations[4].cancel()
+    operations[2].queuePriority = .high
+    queue.isSuspended = false
+    await queue.waitUntilAllOperationsAreFinished()
+    #expect(recorder.snapshot == [2, 0, 3, 5])
+  }
 }

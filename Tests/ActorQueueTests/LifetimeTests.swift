@@ -48,8 +48,9 @@ struct LifetimeTests {
     do {
       let queue = OperationQueue()
       queue.maxConcurrentOperationCount = 1
-      for _ in 0..<3 { queue.addOperation { runs.increment() } }
-      last = queue.operations.last!
+      let operations = (0..<3).map { _ in BlockOperation { runs.increment() } }
+      for operation in operations { queue.addOperation(operation) }
+      last = operations[2]
     }
     await last.finished()
     #expect(runs.value == 3)

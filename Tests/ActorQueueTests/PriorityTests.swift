@@ -189,4 +189,34 @@ struct PriorityTests {
     let veryHigh = Set(operations.enumerated().filter { $0.offset % 5 == 4 }.map(\.element.id))
     #expect(firstTwo.isSubset(of: veryHigh))
   }
+
+  @Test("Many cancellations and priority changes among many waiting ops: the survivors run by priority, then submission")
+  func manyWithdrawalsKeepOrder() async {
+    var random = SeededGenerator(seed: 7)
+    let queue = ActorQueue(maxConcurrentOperationCount: 1)
+    queue.isSuspended = true
+    let recorder = Recorder<Int>()
+    let operations = (0..<400).map { index in
+      queue.addOperation(priority: OperationPriority.allCases.randomElement(using: &random)!) {
+        recorder.append(index)
+      }
+    }
+    var survivors = Set(0..<400)
+    for round in 0..<600 {
+      let index = Int.random(in: 0..<400, using: &random)
+      if round % 3 == 0 {
+        operations[index].cancel()
+        survivors.remove(index)
+      } else {
+        operations[index].queuePriority = OperationPriority.allCases.randomElement(using: &random)!
+      }
+    }
+    let expected = survivors.sorted { lhs, rhs in
+      let (l, r) = (operations[lhs].queuePriority, operations[rhs].queuePriority)
+      return l != r ? l > r : lhs < rhs
+    }
+    queue.isSuspended = false
+    await queue.waitUntilAllOperationsAreFinished()
+    #expect(recorder.snapshot == expected)
+  }
 }

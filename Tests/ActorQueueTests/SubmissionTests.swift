@@ -96,6 +96,25 @@ struct SubmissionTests {
     #expect(queue.operationCount == 0)
   }
 
+  @Test("operations stays in submission order through many ends in the middle")
+  func operationsOrderThroughManyEnds() async {
+    let queue = ActorQueue()
+    queue.isSuspended = true
+    let operations = (0..<300).map { index in queue.addOperation(name: "\(index)") { index } }
+    for (index, operation) in operations.enumerated() where index % 3 != 0 {
+      operation.cancel()
+    }
+    let remaining = operations.enumerated().filter { $0.offset % 3 == 0 }.map(\.element)
+    #expect(queue.operations == remaining)
+    #expect(queue.operationCount == 100)
+    // More ends after the record was compacted.
+    for operation in remaining.prefix(50) { operation.cancel() }
+    #expect(queue.operations == Array(remaining.dropFirst(50)))
+    queue.isSuspended = false
+    await queue.waitUntilAllOperationsAreFinished()
+    #expect(queue.operations.isEmpty)
+  }
+
   @Test("addOperations adds prepared operations in order")
   func addOperationsInOrder() async throws {
     let queue = ActorQueue(maxConcurrentOperationCount: 1)

@@ -1,0 +1,158 @@
+@testable import ActorQueue
+import Foundation
+import Testing
+
+@Suite("Lifetime", .timeLimit(.minutes(1)))
+struct LifetimeTests {
+  @Test("A queue is freed after its work: the actor and its core")
+  func queueFreedAfterWork() async throws {
+    var queue: ActorQueue? = ActorQueue(name: "transient", maxConcurrentOperationCount: 2)
+    let weakQueue = WeakReference(queue!)
+    let weakCore = WeakReference(queue!.core)
+    let operations = (0..<50).map { index in queue!.addOperation { index } }
+    await queue!.waitUntilAllOperationsAreFinished()
+    queue = nil
+    #expect(weakQueue.isFreed)
+    // The worker task that ended the last op lets go of the core as it retires.
+    #expect(await eventually { weakCore.isFreed })
+    #expect(try await operations[49].value == 49)
+  }
+
+  @Test("A released queue keeps running its ops (as in Foundation); its core is freed once they end")
+  func releasedQueueFinishesItsWork() async throws {
+    var queue: ActorQueue? = ActorQueue(maxConcurrentOperationCount: 1)
+    let weakCore = WeakReference(queue!.core)
+    let started = Gate()
+    let release = Gate()
+    let first = queue!.addOperation { () -> Int in
+      started.open()
+      await release.wait()
+      return 1
+    }
+    let second = queue!.addOperation { 2 }
+    await started.wait()
+    queue = nil
+    // Not suspended: nothing is cancelled, the work goes on.
+    #expect(!weakCore.isFreed)
+    #expect(first.isExecuting && second.isReady && !second.isCancelled)
+    release.open()
+    #expect(try await first.value == 1)
+    #expect(try await second.value == 2)
+    #expect(await eventually { weakCore.isFreed })
+  }
+
+  @Test("OperationQueue: a released queue keeps running its ops")
+  func releasedQueueFinishesItsWorkFoundation() async {
+    let runs = Counter()
+    let last: Operation
+    do {
+      let queue = OperationQueue()
+      queue.maxConcurrentOperationCount = 1
+      let operations = (0..<3).map { _ in BlockOperation { runs.increment() } }
+      for operation in operations { queue.addOperation(operation) }
+      last = operations[2]
+    }
+    await last.finished()
+    #expect(runs.value == 3)
+  }
+
+  @Test("A suspended queue released by its owner cancels its waiting ops, and frees them")
+  func releasedSuspendedQueueCancelsWaitingOps() async throws {
+    var queue: ActorQueue? = ActorQueue(name: "abandoned", maxConcurrentOperationCount: 1)
+    let weakCore = WeakReference(queue!.core)
+    let started = Gate()
+    let release = Gate()
+    let runs = Counter()
+    let executing = queue!.addOperation { () -> String in
+      started.open()
+      await release.wait()
+      return "ran"
+    }
+    await started.wait()
+    queue!.isSuspended = true
+    let kept = queue!.addOperation(name: "kept") { runs.increment() }
+    let completions = Counter()
+    kept.onCompletion { _ in completions.increment() }
+    let waiter = Task { await kept.result }
+    var weakDropped: [WeakReference<AnyQueueOperation>] = []
+    do {
+      // Ops only the queue holds.
+      for index in 0..<5 {
+        let operation = queue!.addOperation(name: "dropped\(index)") { runs.increment() }
+        weakDropped.append(WeakReference<AnyQueueOperation>(operation))
+      }
+    }
+    #expect(queue!.operationCount == 7)
+    #expect(weakDropped.allSatisfy { !$0.isFreed })
+
+    queue = nil
+    // The waiting ops end at once, cancelled; their handlers ran; waiters wake.
+    #expect(kept.state == .cancelled)
+    #expect(completions.value == 1)
+    let result = await waiter.value
+    #expect(throws: CancellationError.self) { try result.get() }
+    #expect(weakDropped.allSatisfy { $0.isFreed })
+    // The executing op is not interrupted.
+    #expect(executing.isExecuting && !executing.isCancelled)
+    release.open()
+    #expect(try await executing.value == "ran")
+    #expect(runs.value == 0)
+    #expect(await eventually { weakCore.isFreed })
+  }
+
+  @Test("A suspended queue with only waiting ops is freed with them at once when released")
+  func releasedSuspendedQueueFreedAtOnce() async {
+    var queue: ActorQueue? = ActorQueue()
+    queue!.isSuspended = true
+    let weakQueue = WeakReference(queue!)
+    let weakCore = WeakReference(queue!.core)
+    let operation = queue!.addOperation { 1 }
+    queue = nil
+    #expect(weakQueue.isFreed)
+    #expect(weakCore.isFreed)
+    #expect(operation.state == .cancelled)
+  }
+
+  @Test("OperationQueue: a suspended queue released by its owner leaves its waiting ops unfinished forever (the leak ActorQueue closes)")
+  func releasedSuspendedQueueFoundation() async {
+    let runs = Counter()
+    let operation = BlockOperation { runs.increment() }
+    do {
+      let queue = OperationQueue()
+      queue.isSuspended = true
+      queue.addOperation(operation)
+    }
+    #expect(!operation.isFinished)
+    #expect(!operation.isCancelled)
+    #expect(runs.value == 0)
+  }
+
+  @Test("A finished op holds no closures and is freed once nobody references it")
+  func finishedOperationFreed() async throws {
+    let queue = ActorQueue()
+    var operation: QueueOperation<Int>? = queue.addOperation { 1 }
+    let weakOperation = WeakReference(operation!)
+    #expect(try await operation!.value == 1)
+    operation = nil
+    #expect(await eventually { weakOperation.isFreed })
+    #expect(queue.operationCount == 0)
+  }
+
+  @Test("Ops of a non-suspended queue released while waiting for a slot still run")
+  func releasedBusyQueueStillRuns() async throws {
+    let release = Gate()
+    let started = Gate()
+    let tail: QueueOperation<Int>
+    do {
+      let queue = ActorQueue(maxConcurrentOperationCount: 1)
+      queue.addOperation {
+        started.open()
+        await release.wait()
+      }
+      tail = queue.addOperation { 42 }
+    }
+    await started.wait()
+    release.open()
+    #expect(try await tail.value == 42)
+  }
+}

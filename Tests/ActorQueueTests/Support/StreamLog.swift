@@ -1,5 +1,4 @@
 @testable import ActorQueue
-import Synchronization
 import Testing
 
 /// Consumes an `AsyncStream` in a task of its own and records every element, so a test can
@@ -13,7 +12,7 @@ final class StreamLog<Element: Sendable>: Sendable {
   }
 
   private final class Storage: Sendable {
-    let state = Mutex(State())
+    let state = LockedValue(State())
   }
 
   private let storage = Storage()
@@ -104,12 +103,12 @@ extension StreamLog where Element == QueueEvent {
 
 /// A weak reference that can cross tasks, for "is it freed?" checks.
 ///
-/// `@unchecked Sendable`: the only state is a `weak` reference behind a `Mutex`.
+/// `@unchecked Sendable`: the only state is a `weak` reference behind a lock.
 final class WeakReference<Object: AnyObject>: @unchecked Sendable {
-  private let reference: Mutex<WeakBox>
+  private let reference: LockedValue<WeakBox>
   private struct WeakBox: @unchecked Sendable { weak var object: Object? }
 
-  init(_ object: Object) { reference = Mutex(WeakBox(object: object)) }
+  init(_ object: Object) { reference = LockedValue(WeakBox(object: object)) }
 
   var isFreed: Bool { reference.withLock { $0.object == nil } }
 }
@@ -133,8 +132,8 @@ func eventually(
 /// Holds a value set after creation, for bodies that need their own operation (set before the
 /// operation is added to a queue, so before the body can run).
 final class Box<Value: Sendable>: Sendable {
-  private let storage: Mutex<Value?>
-  init(_ value: Value? = nil) { storage = Mutex(value) }
+  private let storage: LockedValue<Value?>
+  init(_ value: Value? = nil) { storage = LockedValue(value) }
   var value: Value? {
     get { storage.withLock { $0 } }
     set { storage.withLock { $0 = newValue } }
@@ -143,7 +142,7 @@ final class Box<Value: Sendable>: Sendable {
 
 /// A counter safe to bump from any thread.
 final class Counter: Sendable {
-  private let count = Mutex(0)
+  private let count = LockedValue(0)
   init() {}
   func increment() { count.withLock { $0 += 1 } }
   var value: Int { count.withLock { $0 } }

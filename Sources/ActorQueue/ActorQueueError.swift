@@ -45,17 +45,42 @@ public struct ActorQueueError: Error, Equatable, Sendable, CustomStringConvertib
 /// A data dependency (``ActorQueue/addOperation(name:priority:after:_:operation:)``) or an
 /// ordering dependency added with ``DependencyRequirement/success`` ends its dependent with this
 /// error when the input failed. (When the input was cancelled, the dependent is cancelled.)
-/// It propagates transitively: a failure three steps up reaches you wrapped three times.
+/// It propagates transitively, and flat: three steps down a chain, the error names the input
+/// that failed for this operation and carries the error of the operation where the failure
+/// began (its ``originID``), never an error nested three deep — so a failure at the head of a
+/// 100,000-operation chain costs no deeper structure than one at its tail.
 public struct DependencyFailedError: Error, Sendable, CustomStringConvertible {
-  /// The input that failed.
+  /// The input of this operation that did not finish.
   public let dependencyID: OperationID
-  /// The failed input's name, if it had one.
+  /// That input's name, if it had one.
   public let dependencyName: String?
-  /// The error the input failed with.
+  /// The operation whose body failed, where the failure began (`dependencyID` itself when the
+  /// input failed on its own).
+  public let originID: OperationID
+  /// The origin's name, if it had one.
+  public let originName: String?
+  /// The error the origin's body threw (never a `DependencyFailedError`).
   public let underlyingError: any Error
 
-  /// Names the input and its error.
+  /// The error for a dependent of `input`, which ended with `failure`.
+  init(input: AnyQueueOperation, failure: any Error) {
+    dependencyID = input.id
+    dependencyName = input.name
+    if let inherited = failure as? DependencyFailedError {
+      originID = inherited.originID
+      originName = inherited.originName
+      underlyingError = inherited.underlyingError
+    } else {
+      originID = input.id
+      originName = input.name
+      underlyingError = failure
+    }
+  }
+
+  /// Names the input, and the origin when it is another operation, and the error.
   public var description: String {
-    "dependency \(dependencyName.map { "'\($0)' " } ?? "")(\(dependencyID)) failed: \(underlyingError)"
+    let input = "dependency \(dependencyName.map { "'\($0)' " } ?? "")(\(dependencyID)) failed"
+    guard originID != dependencyID else { return "\(input): \(underlyingError)" }
+    return "\(input) because \(originName.map { "'\($0)' " } ?? "")(\(originID)) failed: \(underlyingError)"
   }
 }

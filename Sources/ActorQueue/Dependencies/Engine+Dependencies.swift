@@ -110,8 +110,7 @@ extension Engine {
       terminate(dependent, as: .cancelled, error: Engine.cancellation, &state, &effects)
     } else {
       let failure = DependencyFailedError(
-        dependencyID: dependency.id, dependencyName: dependency.name,
-        underlyingError: dependency.failure ?? Engine.cancellation)
+        input: dependency, failure: dependency.failure ?? Engine.cancellation)
       terminate(dependent, as: .failed, error: failure, &state, &effects)
     }
   }

@@ -150,8 +150,7 @@ extension Engine {
           work.append((dependentOp, .cancelled, Engine.cancellation))
         } else {
           let failure = DependencyFailedError(
-            dependencyID: operation.id, dependencyName: operation.name,
-            underlyingError: operation.failure ?? Engine.cancellation)
+            input: operation, failure: operation.failure ?? Engine.cancellation)
           work.append((dependentOp, .failed, failure))
         }
       } else if dependentOp.unfinishedDependencies == 0, let queue = dependentOp.queue {

@@ -304,6 +304,23 @@ struct DependencyOrderingTests {
     #expect(running.dependencies.map(\.id) == [dependency.id])
   }
 
+  @Test("Releasing a suspended queue cancels its waiting operations and releases their dependents elsewhere")
+  func releasingSuspendedQueueReleasesDependentsElsewhere() async throws {
+    let queue = ActorQueue(name: "q")
+    var held: ActorQueue? = ActorQueue(name: "held")
+    held?.isSuspended = true
+    let dependency = try #require(held?.addOperation(name: "dependency") { 1 })
+    let lenient = QueueOperation<String>(name: "lenient") { "ran" }
+    try lenient.addDependency(dependency)
+    try queue.addOperation(lenient)
+    let typed = queue.addOperation(name: "typed", after: dependency) { $0 + 1 }
+    #expect(lenient.state == .pending && typed.state == .pending)
+    held = nil
+    #expect(dependency.state == .cancelled)
+    #expect(try await lenient.value == "ran")
+    #expect(typed.state == .cancelled)
+  }
+
   // MARK: Foundation's own tests, re-expressed and asserted against OperationQueue
 
   @Test("Dependency count: adding one twice counts it once; removing one drops it")

@@ -12,13 +12,15 @@ struct DependencyScalingTests {
   @Test("A typed chain of 20,000 operations built in order completes, each step after the previous one")
   func longTypedChainCompletes() async throws {
     let queue = ActorQueue(name: "chain")
-    var last = queue.addOperation(name: "step0") { 0 }
+    var steps = [queue.addOperation(name: "step0") { 0 }]
+    steps.reserveCapacity(Self.length)
     for index in 1..<Self.length {
-      last = queue.addOperation(name: "step\(index)", after: last) { $0 + 1 }
+      steps.append(queue.addOperation(name: "step\(index)", after: steps[index - 1]) { $0 + 1 })
     }
-    #expect(try await last.value == Self.length - 1)
+    #expect(try await steps[Self.length - 1].value == Self.length - 1)
     await queue.waitUntilAllOperationsAreFinished()
     #expect(queue.operationCount == 0)
+    releaseFromTheEnd(&steps)
   }
 
   @Test("An ordering chain of 20,000 built in order runs in order; closing it into a cycle is refused")
@@ -48,6 +50,7 @@ struct DependencyScalingTests {
     await queue.waitUntilAllOperationsAreFinished()
     #expect(trace.snapshot == Array(0..<Self.length))
     #expect(operations.allSatisfy { $0.state == .finished })
+    releaseFromTheEnd(&operations)
   }
 
   @Test("A failure at the head of a 20,000-step typed chain ends every step at once, without running any")
@@ -59,24 +62,26 @@ struct DependencyScalingTests {
       await release.wait()
       throw TestError(code: 1)
     }
-    var steps: [QueueOperation<Int>] = []
+    var steps = [head]
     steps.reserveCapacity(Self.length)
-    var last = head
     for index in 1..<Self.length {
-      last = queue.addOperation(name: "step\(index)", after: last) { value in
-        ran.mark()
-        return value + 1
-      }
-      steps.append(last)
+      steps.append(
+        queue.addOperation(name: "step\(index)", after: steps[index - 1]) { value in
+          ran.mark()
+          return value + 1
+        })
     }
     #expect(queue.operationCount == Self.length)
     release.open()
     await head.waitUntilFinished()
     #expect(queue.operationCount == 0, "every step ended with the head")
-    #expect(steps.allSatisfy { $0.state == .failed })
+    #expect(steps.dropFirst().allSatisfy { $0.state == .failed })
     #expect(!ran.didRun)
-    let failure = try #require(dependencyFailure(await last.result))
-    #expect(failure.dependencyID == steps[steps.count - 2].id)
+    do {  // `failure` holds the whole chain of wrapped errors: released before the steps
+      let failure = try #require(dependencyFailure(await steps[Self.length - 1].result))
+      #expect(failure.dependencyID == steps[Self.length - 2].id)
+    }
+    releaseFromTheEnd(&steps)
   }
 
   @Test("Fan-in and fan-out of 5,000 built in order complete")

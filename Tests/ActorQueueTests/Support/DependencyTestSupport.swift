@@ -61,3 +61,14 @@ func dependencyFailure<T>(_ result: Result<T, any Error>) -> DependencyFailedErr
   guard case .failure(let error) = result else { return nil }
   return error as? DependencyFailedError
 }
+
+/// Releases a chain's operations from its end, so that each release frees exactly one link.
+///
+/// Works around a core bug (see `DependencyReleaseTests`): an operation keeps its dependencies
+/// listed after they end, so the last operation of a chain holds the whole chain, and releasing
+/// it recurses once per link — about 20,000 links overflow a cooperative-pool thread's stack in
+/// a debug build, fewer under the thread sanitizer. Tests of long chains call this at their end
+/// so that the bug fails its own test instead of crashing the whole test run.
+func releaseFromTheEnd<Element>(_ operations: inout [Element]) {
+  while !operations.isEmpty { _ = operations.removeLast() }
+}

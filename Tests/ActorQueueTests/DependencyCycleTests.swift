@@ -9,7 +9,9 @@ struct DependencyCycleTests {
   func selfDependencyIsRefused(_ requirement: DependencyRequirement) async throws {
     let queue = ActorQueue(name: "q")
     let operation = QueueOperation<Int>(name: "self") { 7 }
-    #expect(throws: ActorQueueError.dependencyCycle) { try operation.addDependency(operation, requiring: requirement) }
+    #expect(throws: ActorQueueError.dependencyCycle) {
+      try operation.addDependency(operation, requiring: requirement)
+    }
     #expect(operation.dependencies.isEmpty)
     #expect(operation.state == .pending)
     try queue.addOperation(operation)
@@ -53,7 +55,9 @@ struct DependencyCycleTests {
 
     #expect(throws: ActorQueueError.dependencyCycle) { try operations[0].addDependency(operations[4]) }
     #expect(throws: ActorQueueError.dependencyCycle) { try operations[1].addDependency(operations[3]) }
-    #expect(throws: ActorQueueError.dependencyCycle) { try operations[2].addDependency(operations[4], requiring: .success) }
+    #expect(throws: ActorQueueError.dependencyCycle) {
+      try operations[2].addDependency(operations[4], requiring: .success)
+    }
     #expect(operations.map { $0.dependencies.map(\.id) } == before)
 
     // An edge in the direction of the existing ones is no cycle.

@@ -170,7 +170,8 @@ struct DependencyOrderingTests {
     #expect(foundationDependent.dependencies == [foundationDependency])
   }
 
-  @Test("removeDependency of an unfinished dependency makes the operation ready (Foundation on Linux does not)")
+  @Test(
+    "removeDependency of an unfinished dependency makes the operation ready (Foundation on Linux does not)")
   func removingUnfinishedDependencyMakesOperationReady() async throws {
     let held = ActorQueue(name: "held")
     held.isSuspended = true

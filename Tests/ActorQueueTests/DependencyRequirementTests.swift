@@ -189,7 +189,9 @@ struct DependencyRequirementTests {
     #expect(dependent.state == .finished, "the removed edge does not reach it")
   }
 
-  @Test("Failure propagates transitively and at once over .success edges, using no slot; a .completion edge stops it")
+  @Test(
+    "Failure propagates transitively and at once over .success edges, using no slot; a .completion edge stops it"
+  )
   func transitivePropagationWithoutSlot() async throws {
     let source = ActorQueue(name: "source")
     let serial = ActorQueue(name: "serial", maxConcurrentOperationCount: 1)

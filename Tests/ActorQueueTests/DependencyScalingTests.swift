@@ -42,7 +42,9 @@ struct DependencyScalingTests {
     #expect(operations[1].state == .pending)
 
     // Closing the chain searches all of it, once, without recursion.
-    #expect(throws: ActorQueueError.dependencyCycle) { try operations[0].addDependency(operations[Self.length - 1]) }
+    #expect(throws: ActorQueueError.dependencyCycle) {
+      try operations[0].addDependency(operations[Self.length - 1])
+    }
     #expect(operations[0].dependencies.isEmpty)
     #expect(operations[0].state == .ready)
 
@@ -99,7 +101,9 @@ struct DependencyScalingTests {
     #expect(try await sink.value == count * (count - 1) / 2)
 
     let root = queue.addOperation(name: "root") { 2 }
-    let leaves = (0..<count).map { index in queue.addOperation(name: "leaf\(index)", after: root) { $0 * index } }
+    let leaves = (0..<count).map { index in
+      queue.addOperation(name: "leaf\(index)", after: root) { $0 * index }
+    }
     var total = 0
     for leaf in leaves { total += try await leaf.value }
     #expect(total == count * (count - 1))

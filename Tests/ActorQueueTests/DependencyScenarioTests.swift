@@ -119,7 +119,8 @@ struct DependencyScenarioTests {
     let results = ActorQueue(name: "results", maxConcurrentOperationCount: 1)
     let collected = Recorder<Int>()
     let ran = RunFlag()
-    let operations = Self.buildBatch(count: count, on: batch, appendingThrough: results, into: collected, ran: ran)
+    let operations = Self.buildBatch(
+      count: count, on: batch, appendingThrough: results, into: collected, ran: ran)
     let events = batch.events
     try batch.addOperations(operations)
     #expect(batch.operationCount == count)
@@ -168,7 +169,9 @@ struct DependencyScenarioTests {
     #expect(foundationProbe.maximum <= 2)
   }
 
-  @Test("Scenario 6: cancelling the batch before starting it ends every item at once (Foundation keeps them queued)")
+  @Test(
+    "Scenario 6: cancelling the batch before starting it ends every item at once (Foundation keeps them queued)"
+  )
   func scenario6Cancelled() async throws {
     let count = 40
     let batch = ActorQueue(name: "batch", maxConcurrentOperationCount: 2)
@@ -176,7 +179,8 @@ struct DependencyScenarioTests {
     let results = ActorQueue(name: "results", maxConcurrentOperationCount: 1)
     let collected = Recorder<Int>()
     let ran = RunFlag()
-    let operations = Self.buildBatch(count: count, on: batch, appendingThrough: results, into: collected, ran: ran)
+    let operations = Self.buildBatch(
+      count: count, on: batch, appendingThrough: results, into: collected, ran: ran)
     try batch.addOperations(operations)
     batch.cancelAllOperations()
     #expect(batch.operationCount == 0, "every waiting item ended at once, while suspended (P2)")
@@ -207,7 +211,9 @@ struct DependencyScenarioTests {
     #expect(foundationOperations.allSatisfy { $0.isCancelled && $0.isFinished })
   }
 
-  @Test("Scenario 6: waiting for the batch with addOperations(_:waitUntilFinished:) returns once every result is in")
+  @Test(
+    "Scenario 6: waiting for the batch with addOperations(_:waitUntilFinished:) returns once every result is in"
+  )
   func scenario6WaitedFor() async throws {
     let count = 40
     let batch = ActorQueue(name: "batch", maxConcurrentOperationCount: 2)
@@ -215,7 +221,8 @@ struct DependencyScenarioTests {
     let results = ActorQueue(name: "results", maxConcurrentOperationCount: 1)
     let collected = Recorder<Int>()
     let ran = RunFlag()
-    let operations = Self.buildBatch(count: count, on: batch, appendingThrough: results, into: collected, ran: ran)
+    let operations = Self.buildBatch(
+      count: count, on: batch, appendingThrough: results, into: collected, ran: ran)
     let events = batch.events
     let waiter = Task {
       try await batch.addOperations(operations, waitUntilFinished: true)

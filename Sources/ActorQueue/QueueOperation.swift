@@ -13,6 +13,9 @@
 ///
 /// `@unchecked Sendable`: the `let`s are immutable; every `var` below is read and written only
 /// while holding `Engine.lock` (the typed result of ``QueueOperation`` likewise).
+/// An operation's outcome, type-erased: the body's value, or the error it ended with.
+typealias Outcome = Result<any Sendable, any Error>
+
 public class AnyQueueOperation: Hashable, @unchecked Sendable, CustomStringConvertible {
   /// Unique in the process; also the identifier used in ``QueueEvent``s.
   public let id = OperationID()
@@ -40,7 +43,13 @@ public class AnyQueueOperation: Hashable, @unchecked Sendable, CustomStringConve
   /// Unfinished operations that wait for this one; emptied when it ends.
   var dependentEdges: [DependencyEdge] = []
   var unfinishedDependencies = 0
-  var failure: (any Error)?
+  /// The body, type-erased so the worker's hot path runs no unspecialised generic code. Taken
+  /// by the worker that claims the operation; released when the operation ends (P8).
+  var body: (@Sendable () async throws -> any Sendable)?
+  /// The outcome once ended: the body's value, or the error (`CancellationError` when cancelled).
+  var outcome: Outcome?
+  /// `onCompletion` handlers, bound to the result type by `QueueOperation`.
+  var completionHandlers: [@Sendable (Outcome) -> Void] = []
   var waiters: [UnsafeContinuation<Void, Never>] = []
   var subscribers: [EventChannel<OperationState>] = []
 
@@ -49,18 +58,42 @@ public class AnyQueueOperation: Hashable, @unchecked Sendable, CustomStringConve
     self.priority = priority
   }
 
-  // MARK: Overridden by QueueOperation
-
-  /// Runs the body on `worker`'s task, ends the operation, and returns the worker's next step.
-  func execute(in queue: QueueCore, worker: Worker, yieldAfter: Bool) async -> WorkerAction {
-    preconditionFailure("AnyQueueOperation is abstract: create a QueueOperation")
+  /// Releases the dependency graph iteratively. An operation keeps its dependencies (as
+  /// Foundation does), so a chain of 64,000 operations is a linked list 64,000 deep; releasing
+  /// its tail must not recurse once per link and overflow the stack. Operations this one holds
+  /// the last reference to have their edges moved into a work list first, so each is
+  /// deallocated with no edges left. Reading their fields without the lock is safe: holding
+  /// the only reference, nobody else can reach them.
+  deinit {
+    guard !dependencyEdges.isEmpty || !dependentEdges.isEmpty else { return }
+    var pending = dependencyEdges.map(\.operation) + dependentEdges.map(\.operation)
+    dependencyEdges = []
+    dependentEdges = []
+    while var operation = pending.popLast() {
+      if isKnownUniquelyReferenced(&operation) {
+        pending.append(contentsOf: operation.dependencyEdges.lazy.map(\.operation))
+        pending.append(contentsOf: operation.dependentEdges.lazy.map(\.operation))
+        operation.dependencyEdges = []
+        operation.dependentEdges = []
+      }
+    }
   }
 
-  /// Stores the outcome of an operation that ended without its body returning. Under the lock.
-  func record(_ terminal: OperationState, error: (any Error)?) {}
+  /// The error this operation ended with, if it did not finish. Under the lock.
+  var failure: (any Error)? {
+    if case .failure(let error) = outcome { return error }
+    return nil
+  }
 
-  /// Takes the completion handlers and binds them to the result. Under the lock.
-  func takeCompletion() -> (@Sendable () -> Void)? { nil }
+  /// Takes the completion handlers and binds them to the outcome. Under the lock.
+  func takeCompletion() -> (@Sendable () -> Void)? {
+    guard !completionHandlers.isEmpty, let outcome else { return nil }
+    let handlers = completionHandlers
+    completionHandlers = []
+    return {
+      for handler in handlers { handler(outcome) }
+    }
+  }
 
   // MARK: Public
 
@@ -209,12 +242,6 @@ public class AnyQueueOperation: Hashable, @unchecked Sendable, CustomStringConve
 /// Memory: about 300 bytes while waiting, plus what the body captures. The body is released
 /// when the operation ends, and handlers right after they run (P8).
 public final class QueueOperation<Success: Sendable>: AnyQueueOperation, @unchecked Sendable {
-  /// Set at creation, read by the worker that claimed the operation (the claim is made under
-  /// the lock, after every write), released under the lock when the operation ends.
-  private var body: (@Sendable () async throws -> Success)?
-  private var outcome: Result<Success, any Error>?  // guarded by Engine.lock
-  private var handlers: [@Sendable (Result<Success, any Error>) -> Void] = []  // guarded by Engine.lock
-
   /// A prepared operation, not in any queue yet (state `.pending`).
   ///
   /// - Parameters:
@@ -227,8 +254,8 @@ public final class QueueOperation<Success: Sendable>: AnyQueueOperation, @unchec
     name: String? = nil, priority: OperationPriority = .normal,
     _ body: @escaping @Sendable () async throws -> Success
   ) {
-    self.body = body
     super.init(name: name, priority: priority)
+    self.body = { try await body() }
   }
 
   /// The body's value, once the operation has ended.
@@ -244,10 +271,9 @@ public final class QueueOperation<Success: Sendable>: AnyQueueOperation, @unchec
   public var result: Result<Success, any Error> {
     get async {
       await waitUntilFinished()
-      return Engine.locked { _, _ in
-        guard let outcome else { preconditionFailure("Internal inconsistency: ended without an outcome") }
-        return outcome
-      }
+      let outcome: Outcome? = Engine.locked { _, _ in self.outcome }
+      guard let outcome else { preconditionFailure("Internal inconsistency: ended without an outcome") }
+      return Self.typed(outcome)
     }
   }
 
@@ -260,53 +286,26 @@ public final class QueueOperation<Success: Sendable>: AnyQueueOperation, @unchec
   /// ``value`` resume. Each handler is released after it runs, so capturing the operation
   /// forms no lasting cycle (Foundation's `completionBlock` does, P8).
   public func onCompletion(_ handler: @escaping @Sendable (Result<Success, any Error>) -> Void) {
-    let ended: Result<Success, any Error>? = Engine.locked { _, _ in
+    let ended: Outcome? = Engine.locked { _, _ in
       if let outcome, _state.isTerminal { return outcome }
-      handlers.append(handler)
+      completionHandlers.append { outcome in handler(Self.typed(outcome)) }
       return nil
     }
-    if let ended { handler(ended) }
+    if let ended { handler(Self.typed(ended)) }
   }
 
-  // MARK: Engine hooks
-
-  override func execute(in queue: QueueCore, worker: Worker, yieldAfter: Bool) async -> WorkerAction {
-    guard let body else { preconditionFailure("Internal inconsistency: \(id) started twice") }
-    let result: Result<Success, any Error>
-    do {
-      result = .success(try await body())
-    } catch {
-      result = .failure(error)
-    }
-    return Engine.operationEnded(self, in: queue, worker: worker, yieldAfter: yieldAfter) {
-      self.outcome = result
-      self.body = nil
-      if case .failure(let error) = result { return error }
-      return nil
-    }
+  /// The outcome with its value cast back to `Success` (the body produced it, so the cast
+  /// cannot fail).
+  private static func typed(_ outcome: Outcome) -> Result<Success, any Error> {
+    outcome.map { $0 as! Success }
   }
 
-  override func record(_ terminal: OperationState, error: (any Error)?) {
-    outcome = .failure(error ?? CancellationError())
-    body = nil
-  }
-
-  override func takeCompletion() -> (@Sendable () -> Void)? {
-    guard !handlers.isEmpty, let outcome else { return nil }
-    let handlers = self.handlers
-    self.handlers = []
-    return {
-      for handler in handlers { handler(outcome) }
-    }
-  }
-
-  /// The value of a finished input. Under the lock: called by a dependent's body.
+  /// The value of a finished input. Called by a dependent's body.
   func inputValue() -> Success {
-    Engine.locked { _, _ in
-      guard case .success(let value) = outcome else {
-        preconditionFailure("Internal inconsistency: a dependent ran before its input \(id) finished")
-      }
-      return value
+    let outcome: Outcome? = Engine.locked { _, _ in self.outcome }
+    guard case .success(let value) = outcome else {
+      preconditionFailure("Internal inconsistency: a dependent ran before its input \(id) finished")
     }
+    return value as! Success
   }
 }

@@ -96,12 +96,12 @@ extension Engine {
   ) {
     if dependency._state == .cancelled {
       dependent.cancelRequested = true
-      terminate(dependent, as: .cancelled, error: CancellationError(), recorded: false, &state, &effects)
+      terminate(dependent, as: .cancelled, error: Engine.cancellation, &state, &effects)
     } else {
       let failure = DependencyFailedError(
         dependencyID: dependency.id, dependencyName: dependency.name,
-        underlyingError: dependency.failure ?? CancellationError())
-      terminate(dependent, as: .failed, error: failure, recorded: false, &state, &effects)
+        underlyingError: dependency.failure ?? Engine.cancellation)
+      terminate(dependent, as: .failed, error: failure, &state, &effects)
     }
   }
 
@@ -112,7 +112,7 @@ extension Engine {
   /// graph in submission order, chains and fans included); otherwise a depth-first search over
   /// the unfinished operations that wait for `dependent`, O(their count + their edges).
   /// Ended operations are never searched: they keep no dependents.
-  private static func createsCycle(
+  static func createsCycle(
     _ dependency: AnyQueueOperation, _ dependent: AnyQueueOperation
   ) -> Bool {
     if dependency === dependent { return true }

@@ -23,11 +23,15 @@ enum Engine {
 
   static let lock = Mutex(State())
 
+  /// The error of every operation cancelled before its body returned: one boxed instance,
+  /// so cancelling 100,000 waiting operations allocates no error box per operation.
+  static let cancellation: any Error = CancellationError()
+
   /// Runs `body` under the lock, then performs the effects it decided on.
   @inline(__always)
-  static func locked<Result: Sendable>(
-    _ body: (inout State, inout Effects) -> Result
-  ) -> Result {
+  static func locked<T: Sendable>(
+    _ body: (inout State, inout Effects) -> T
+  ) -> T {
     var effects = Effects()
     let result = lock.withLock { state in body(&state, &effects) }
     effects.perform()
@@ -66,7 +70,7 @@ final class Worker: @unchecked Sendable {
 
 /// What a worker does after a step.
 enum WorkerAction: Sendable {
-  case run(AnyQueueOperation)
+  case run(AnyQueueOperation, @Sendable () async throws -> any Sendable)
   case yieldThenContinue
   case retire
 }
@@ -91,15 +95,24 @@ extension Engine {
     var streak: UInt = 0
     while true {
       switch action {
-      case .run(let operation):
+      case .run(let operation, let body):
+        let outcome: Outcome
+        do {
+          outcome = .success(try await body())
+        } catch {
+          outcome = .failure(error)
+        }
         streak &+= 1
-        // Every 64 operations in a row, give the thread away once: a queue of short
+        // Every 256 operations in a row, give the thread away once: a queue of short
         // operations must not monopolise a thread of the cooperative pool.
-        action = await operation.execute(in: queue, worker: worker, yieldAfter: streak % 64 == 0)
+        action = operationEnded(
+          operation, with: outcome, in: queue, worker: worker, yieldAfter: streak % 256 == 0)
       case .yieldThenContinue:
         await Task.yield()
         action = workerStarted(worker, for: queue)
       case .retire:
+        // Break the worker ↔ task reference cycle.
+        locked { _, _ in worker.task = nil }
         return
       }
     }
@@ -112,25 +125,25 @@ extension Engine {
     }
   }
 
-  /// The body of `operation` ended; `record` stores its result and returns its error, if any.
-  /// Returns what the worker does next.
+  /// The body of `operation` ended with `outcome`. Returns what the worker does next.
   static func operationEnded(
-    _ operation: AnyQueueOperation, in queue: QueueCore, worker: Worker, yieldAfter: Bool,
-    record: () -> (any Error)?
+    _ operation: AnyQueueOperation, with outcome: Outcome, in queue: QueueCore, worker: Worker,
+    yieldAfter: Bool
   ) -> WorkerAction {
     locked { state, effects in
-      let error = record()
+      operation.outcome = outcome
+      operation.body = nil
       let terminal: OperationState
-      switch error {
-      case nil: terminal = .finished
-      case is CancellationError:
+      switch outcome {
+      case .success: terminal = .finished
+      case .failure(is CancellationError):
         operation.cancelRequested = true
         terminal = .cancelled
-      case .some: terminal = .failed
+      case .failure: terminal = .failed
       }
       operation.worker = nil
       queue.machine.operationEnded()
-      terminate(operation, as: terminal, error: error, recorded: true, &state, &effects)
+      terminate(operation, as: terminal, &state, &effects)
       if worker.cancelRequested {
         if queue.machine.workerRetired() { effects.spawnWorker(for: queue) }
         return .retire
@@ -146,9 +159,12 @@ extension Engine {
   ) -> WorkerAction {
     if step.spawnWorker { effects.spawnWorker(for: queue) }
     guard let operation = step.run else { return .retire }
+    guard let body = operation.body else {
+      preconditionFailure("Internal inconsistency: \(operation.id) was claimed twice")
+    }
     operation.worker = worker
     operation.readyStamp = nil
     transition(operation, to: .executing, &state, &effects)
-    return .run(operation)
+    return .run(operation, body)
   }
 }

@@ -9,8 +9,9 @@ extension Engine {
     if !operation.subscribers.isEmpty {
       operation.subscribers.removeAll { !$0.push(newState, effects: &effects) }
     }
-    operation.queue?.emit(
-      .operation(id: operation.id, name: operation.name, state: newState), &state, &effects)
+    if let queue = operation.queue, !queue.subscribers.isEmpty {
+      queue.emit(.operation(id: operation.id, name: operation.name, state: newState), &state, &effects)
+    }
   }
 
   // MARK: Submission
@@ -20,11 +21,17 @@ extension Engine {
     _ operations: [AnyQueueOperation], into queue: QueueCore,
     _ state: inout State, _ effects: inout Effects
   ) throws(ActorQueueError) {
-    for (index, operation) in operations.enumerated() {
-      guard !operation.wasEnqueued else { throw .alreadyEnqueued }
-      if index > 0, operations[..<index].contains(where: { $0 === operation }) {
+    var seen = Set<ObjectIdentifier>(minimumCapacity: operations.count)
+    for operation in operations {
+      guard !operation.wasEnqueued, seen.insert(ObjectIdentifier(operation)).inserted else {
         throw .alreadyEnqueued
       }
+    }
+    // Waiting for the current barrier must not close a cycle (a prepared operation that
+    // something before the barrier waits for). The checks are independent of each other: the
+    // barrier edges added below lead away from the barrier, never back to it.
+    if let barrier = queue.activeBarrier {
+      for operation in operations where createsCycle(barrier, operation) { throw .dependencyCycle }
     }
     for operation in operations {
       enqueue(operation, into: queue, &state, &effects)
@@ -44,6 +51,13 @@ extension Engine {
     operation.order = state.nextSubmission
     operation.queue = queue
     operation.slot = queue.append(operation)
+    if let barrier = queue.activeBarrier {
+      do {
+        try addDependency(barrier, to: operation, kind: .completion, &state, &effects)
+      } catch {
+        preconditionFailure("Internal inconsistency: waiting for a barrier failed after the check: \(error)")
+      }
+    }
     if operation.unfinishedDependencies == 0 {
       makeReady(operation, in: queue, &state, &effects)
     } else {
@@ -68,21 +82,23 @@ extension Engine {
   /// Ends `operation` in `terminal` state and releases everything that waited for it: its
   /// waiters, completion handlers, subscribers, queue slot record and dependents. Dependents
   /// that required it to succeed end too, transitively (a work list, not recursion, so a long
-  /// chain cannot exhaust the stack). `recorded`: the typed result is already stored.
+  /// chain cannot exhaust the stack). `error`: the operation ends without its body having
+  /// returned (cancelled while waiting, or a required input did not finish); `nil` when the
+  /// body ran and its outcome is stored already.
   static func terminate(
-    _ operation: AnyQueueOperation, as terminal: OperationState, error: (any Error)?, recorded: Bool,
+    _ operation: AnyQueueOperation, as terminal: OperationState, error: (any Error)? = nil,
     _ state: inout State, _ effects: inout Effects
   ) {
-    var work: [(AnyQueueOperation, OperationState, (any Error)?)] = []
-    endOne(operation, as: terminal, error: error, recorded: recorded, into: &work, &state, &effects)
+    var work: [(AnyQueueOperation, OperationState, any Error)] = []
+    endOne(operation, as: terminal, error: error, into: &work, &state, &effects)
     while let (dependent, terminal, error) = work.popLast() {
-      endOne(dependent, as: terminal, error: error, recorded: false, into: &work, &state, &effects)
+      endOne(dependent, as: terminal, error: error, into: &work, &state, &effects)
     }
   }
 
   private static func endOne(
-    _ operation: AnyQueueOperation, as terminal: OperationState, error: (any Error)?, recorded: Bool,
-    into work: inout [(AnyQueueOperation, OperationState, (any Error)?)],
+    _ operation: AnyQueueOperation, as terminal: OperationState, error: (any Error)?,
+    into work: inout [(AnyQueueOperation, OperationState, any Error)],
     _ state: inout State, _ effects: inout Effects
   ) {
     precondition(terminal.isTerminal, "Internal inconsistency: ending in non-terminal state \(terminal)")
@@ -91,8 +107,10 @@ extension Engine {
       queue.machine.withdraw(stamp: stamp, priority: operation.priority)
       operation.readyStamp = nil
     }
-    if !recorded { operation.record(terminal, error: error) }
-    operation.failure = error
+    if let error {
+      operation.outcome = .failure(error)
+      operation.body = nil
+    }
 
     // Events: the subscriber streams end after the terminal state.
     operation._state = terminal
@@ -101,7 +119,9 @@ extension Engine {
     }
     operation.subscribers = []
     if let queue = operation.queue {
-      queue.emit(.operation(id: operation.id, name: operation.name, state: terminal), &state, &effects)
+      if !queue.subscribers.isEmpty {
+        queue.emit(.operation(id: operation.id, name: operation.name, state: terminal), &state, &effects)
+      }
       operation.queue = nil
       if queue.remove(slot: operation.slot), !queue.allFinishedWaiters.isEmpty {
         effects.wake(queue.allFinishedWaiters)
@@ -128,11 +148,11 @@ extension Engine {
       if dependent.requiresSuccess && terminal != .finished {
         if terminal == .cancelled {
           dependentOp.cancelRequested = true
-          work.append((dependentOp, .cancelled, CancellationError()))
+          work.append((dependentOp, .cancelled, Engine.cancellation))
         } else {
           let failure = DependencyFailedError(
             dependencyID: operation.id, dependencyName: operation.name,
-            underlyingError: error ?? CancellationError())
+            underlyingError: operation.failure ?? Engine.cancellation)
           work.append((dependentOp, .failed, failure))
         }
       } else if dependentOp.unfinishedDependencies == 0, let queue = dependentOp.queue {
@@ -157,7 +177,7 @@ extension Engine {
         if let task = worker.task { effects.cancel(task) }
       }
     case .pending, .ready:
-      terminate(operation, as: .cancelled, error: CancellationError(), recorded: false, &state, &effects)
+      terminate(operation, as: .cancelled, error: Engine.cancellation, &state, &effects)
     case .finished, .failed, .cancelled:
       preconditionFailure("Internal inconsistency: terminal states were handled above")
     }

@@ -1,0 +1,182 @@
+import ActorQueue
+import Dispatch
+import Foundation
+import Synchronization
+
+/// Foundation's side of the adapter: how legacy operations are started, how their end is
+/// learned, and the record of the legacy operations the adapter holds.
+enum LegacyRuntime {
+  /// Runs the gates that keep a wrapped operation `.pending` (holding no slot of its own queue)
+  /// until its Foundation dependencies have finished.
+  static let gates = ActorQueue(name: "OperationAdapter.legacyDependencies")
+
+  /// The legacy operations wrapped by a handle and not finished yet, in shards: one lock for
+  /// all was contended between the submitting thread and the finishing ones (8% of the time).
+  private static let wrapped: [WrappedShard] = (0..<16).map { _ in WrappedShard() }
+
+  private final class WrappedShard: Sendable {
+    let identifiers = Mutex<Set<ObjectIdentifier>>([])
+  }
+
+  private static func shard(_ identifier: ObjectIdentifier) -> WrappedShard {
+    wrapped[identifier.hashValue & 15]
+  }
+
+  // MARK: Starting
+
+  /// Starts `operation` as an `OperationQueue` would, on a thread that is not one of the Swift
+  /// cooperative pool's.
+  ///
+  /// Why not a shared `OperationQueue`: on Linux its threads come from Dispatch's global
+  /// concurrent pool, which the Swift cooperative executor shares; two blocking `main()`s on a
+  /// two-core machine stall every Swift task for about a second, eight for six (measured). A
+  /// serial dispatch queue of its own is served by an overcommitting thread instead (reused,
+  /// cheap: about 5 µs per operation), so a blocking `main()` blocks only that thread.
+  ///
+  /// A ready operation gets `start()` called directly, as Foundation documents for running an
+  /// operation yourself. One that is not ready (a dependency added after it was wrapped, or an
+  /// overridden `isReady`) goes to a one-off `OperationQueue` running on that serial queue,
+  /// which starts it when Foundation says it is ready.
+  static func start(_ operation: Operation) {
+    let thread = DispatchQueue(label: "OperationAdapter.legacy", qos: operation.qualityOfService.dispatchQoS)
+    if operation.isReady {
+      thread.async {
+        operation.start()
+        #if !canImport(Darwin)
+          // What OperationQueue does on Linux after start() returns: an operation that became
+          // finished without sending the notification is recorded as finished (idempotent).
+          if operation.isFinished { operation.didChangeValue(forKey: "isFinished") }
+        #endif
+      }
+    } else {
+      let queue = OperationQueue()
+      queue.name = "OperationAdapter.legacy (waiting until ready)"
+      queue.underlyingQueue = thread
+      queue.addOperation(operation)
+      // Foundation holds `underlyingQueue` unretained: keep it until the operation finished.
+      whenFinished([operation]) { withExtendedLifetime((queue, thread)) {} }
+    }
+  }
+
+  // MARK: Learning that operations finished
+
+  /// Calls `body` once each of `operations` has finished, as Foundation sees it.
+  ///
+  /// Foundation's own dependency mechanism tells: a sentinel operation depends on them, and
+  /// Foundation releases a dependent when a dependency sends `didChangeValue(forKey:
+  /// "isFinished")` with `isFinished` true (on Linux that notification is the only way a state
+  /// change reaches Foundation). A subclass cannot break this by overriding or reassigning
+  /// `completionBlock`, and a second notification is ignored by Foundation.
+  static func whenFinished(_ operations: [Operation], _ body: @escaping @Sendable () -> Void) {
+    #if canImport(Darwin)
+      // Documented semantics: the sentinel runs in an OperationQueue once its dependencies finished.
+      let sentinel = BlockOperation(block: body)
+      for operation in operations { sentinel.addDependency(operation) }
+      sentinels.addOperation(sentinel)
+    #else
+      FinishSentinel(waitingFor: operations, then: body)
+    #endif
+  }
+
+  #if canImport(Darwin)
+    private static let sentinels: OperationQueue = {
+      let queue = OperationQueue()
+      queue.name = "OperationAdapter.sentinels"
+      return queue
+    }()
+  #endif
+
+  // MARK: The record of wrapped operations
+
+  /// Records that `operation` is wrapped; `false` if it already was.
+  static func register(_ operation: Operation) -> Bool {
+    let identifier = ObjectIdentifier(operation)
+    return shard(identifier).identifiers.withLock { $0.insert(identifier).inserted }
+  }
+
+  static func unregister(_ identifier: ObjectIdentifier) {
+    _ = shard(identifier).identifiers.withLock { $0.remove(identifier) }
+  }
+
+  /// The misuse that makes `operation` impossible to run now, if any.
+  static func misuse(of operation: Operation) -> OperationAdapterError? {
+    if operation.isFinished { return .alreadyFinished }
+    if operation.isExecuting { return .alreadyExecuting }
+    return nil
+  }
+}
+
+#if !canImport(Darwin)
+  /// A dependent that is never enqueued and fires when its dependencies have finished.
+  ///
+  /// Why not an enqueued `BlockOperation`: swift-corelibs-foundation's `OperationQueue` walks
+  /// every waiting operation each time one becomes ready, so 10,000 waiting sentinels cost
+  /// O(n²) (47 µs per operation measured, against 6 µs for the operations themselves; P10).
+  /// Instead this relies on how corelibs-foundation releases a dependent: when a dependency
+  /// finishes (and when a dependency is added), it lowers the dependent's count of unfinished
+  /// dependencies and then reads the dependent's `isReady` to record its readiness. The
+  /// override fires there. Tests lock this behaviour in (`OperationAdapterTests`).
+  ///
+  /// Foundation holds dependents unretained, so the sentinel keeps itself alive until it fires.
+  ///
+  /// `@unchecked Sendable`: `Operation` is `Sendable`; the added state is in `Mutex`es and an
+  /// `Atomic`.
+  private final class FinishSentinel: Operation, @unchecked Sendable {
+    private let action: Mutex<(@Sendable () -> Void)?>
+    private let armed = Atomic(false)
+    private let keepAlive = Mutex<FinishSentinel?>(nil)
+
+    @discardableResult
+    init(waitingFor operations: [Operation], then action: @escaping @Sendable () -> Void) {
+      self.action = Mutex(action)
+      super.init()
+      keepAlive.withLock { $0 = self }
+      for operation in operations { addDependency(operation) }
+      // Armed only now, so that a dependency found finished while the others are still being
+      // added does not fire early; a dependency that finished in between is caught just below.
+      armed.store(true, ordering: .releasing)
+      _ = isReady
+    }
+
+    override var isReady: Bool {
+      let ready = super.isReady
+      if ready, armed.load(ordering: .acquiring) { fire() }
+      return ready
+    }
+
+    private func fire() {
+      let action = self.action.withLock { action in
+        defer { action = nil }
+        return action
+      }
+      guard let action else { return }
+      action()
+      keepAlive.withLock { $0 = nil }
+    }
+  }
+#endif
+
+extension QualityOfService {
+  /// The dispatch QoS Foundation uses for this quality of service.
+  var dispatchQoS: DispatchQoS {
+    switch self {
+    case .userInteractive: .userInteractive
+    case .userInitiated: .userInitiated
+    case .utility: .utility
+    case .background: .background
+    case .default: .default
+    @unknown default: .default
+    }
+  }
+}
+
+extension Duration {
+  /// The duration as a `DispatchTimeInterval`, or `nil` if it is too long to matter
+  /// (more than about 292 years).
+  var dispatchInterval: DispatchTimeInterval? {
+    let (seconds, attoseconds) = components
+    guard seconds < Int64.max / 1_000_000_000 else { return nil }
+    let nanoseconds = max(0, seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+    return .nanoseconds(Int(nanoseconds))
+  }
+}

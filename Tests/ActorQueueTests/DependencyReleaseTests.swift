@@ -3,9 +3,11 @@ import Foundation
 import Testing
 
 /// Releasing a long dependency graph. Each operation keeps its dependencies listed after they
-/// end (as Foundation does), so the last operation of a chain holds the whole chain; releasing
-/// it must not recurse once per link. Run in a child process (an exit test): a stack overflow
-/// there fails this test instead of crashing the whole test run.
+/// end (as Foundation does), so the last operation of a chain holds the whole chain, and the
+/// error of the last step of a failed chain wraps the errors of every step before it; releasing
+/// either must not recurse once per link. These run in a child process (exit tests): a stack
+/// overflow there fails the test instead of crashing the whole test run. Also: operations linked
+/// by a dependency and dropped unused must be freed, as Foundation frees them.
 @Suite("Dependency graph release")
 struct DependencyReleaseTests {
   @Test("Releasing the last operation of an ended 100,000-link chain does not overflow the stack")
@@ -23,6 +25,29 @@ struct DependencyReleaseTests {
         for operation in chain { operation.cancel() }  // every link ends; each still lists its dependency
         #expect(chain[chain.count - 1].dependencies.count == 1)
         chain.removeAll()  // the last link now holds the whole chain, and is released last
+      }.value
+    }
+  }
+
+  @Test("The error of the last step of a failed 100,000-step chain is released without overflowing the stack")
+  func releasingDeeplyWrappedErrorDoesNotOverflowStack() async {
+    await #expect(processExitsWith: .success) {
+      await Task.detached {
+        let queue = ActorQueue(name: "source")
+        let head = QueueOperation<Int>(name: "head") { throw DeepError() }
+        var last = head
+        for index in 1..<100_000 {
+          let next = QueueOperation<Int>(name: "step\(index)") { 1 }
+          try? next.addDependency(last, requiring: .success)
+          last = next
+        }
+        try? queue.addOperation(head)
+        // Each step's error wraps the one before it: this one holds 100,000 of them.
+        var failure: (any Error)? = await last.result.failure
+        #expect(failure is DependencyFailedError)
+        last = head  // drop every operation: only `failure` holds the chain of errors now
+        failure = nil
+        #expect(failure == nil)
       }.value
     }
   }
@@ -70,5 +95,14 @@ struct DependencyReleaseTests {
         #expect(last.state == .cancelled)
       }.value
     }
+  }
+}
+
+private struct DeepError: Error {}
+
+extension Result {
+  fileprivate var failure: Failure? {
+    if case .failure(let error) = self { return error }
+    return nil
   }
 }

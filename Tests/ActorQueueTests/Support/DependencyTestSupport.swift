@@ -62,13 +62,15 @@ func dependencyFailure<T>(_ result: Result<T, any Error>) -> DependencyFailedErr
   return error as? DependencyFailedError
 }
 
-/// Releases a chain's operations from its end, so that each release frees exactly one link.
+/// Releases a failed chain's operations from its end, so that each release frees one link.
 ///
-/// Works around a core bug (see `DependencyReleaseTests`): an operation keeps its dependencies
-/// listed after they end, so the last operation of a chain holds the whole chain, and releasing
-/// it recurses once per link — about 20,000 links overflow a cooperative-pool thread's stack in
-/// a debug build, fewer under the thread sanitizer. Tests of long chains call this at their end
-/// so that the bug fails its own test instead of crashing the whole test run.
+/// Works around a core bug (see `DependencyReleaseTests`): each step of a failed chain ends with a
+/// `DependencyFailedError` wrapping the error of the step before, so the last step's error holds
+/// the errors of the whole chain, and releasing it last recurses once per step (about 20,000
+/// steps overflow a cooperative-pool thread's stack in a debug build, fewer under the thread
+/// sanitizer). Released from the end, each error is freed while the one it wraps is still held
+/// by its own step. A long failed chain in a test is released this way so that the bug fails its
+/// own test instead of crashing the whole test run.
 func releaseFromTheEnd<Element>(_ operations: inout [Element]) {
   while !operations.isEmpty { _ = operations.removeLast() }
 }

@@ -202,13 +202,16 @@ struct DependencyDataTests {
     #expect(b.state == .failed && c.state == .failed && d.state == .failed)
     #expect(serial.operationCount == 1)
 
-    // Wrapped once per step: d ← c ← b ← root.
+    // Flat at every step (d ← c ← b ← root): each names its own input and carries the origin.
     let outer = try #require(dependencyFailure(await d.result))
     #expect(outer.dependencyID == c.id)
-    let middle = try #require(outer.underlyingError as? DependencyFailedError)
-    #expect(middle.dependencyID == b.id)
-    let inner = try #require(middle.underlyingError as? DependencyFailedError)
-    #expect(inner.dependencyID == root.id)
+    #expect(outer.originID == root.id)
+    #expect(outer.originName == "root")
+    #expect(outer.underlyingError as? TestError == TestError(code: 1))
+    let middle = try #require(dependencyFailure(await c.result))
+    #expect(middle.dependencyID == b.id && middle.originID == root.id)
+    let inner = try #require(dependencyFailure(await b.result))
+    #expect(inner.dependencyID == root.id && inner.originID == root.id)
     #expect(inner.underlyingError as? TestError == TestError(code: 1))
 
     releaseHolder.open()

@@ -1,6 +1,5 @@
 import ActorQueue
 import Dispatch
-import Synchronization
 
 /// An error a test body throws on purpose; `code` tells one thrower from another.
 struct TestError: Error, Equatable {
@@ -13,7 +12,7 @@ struct TestError: Error, Equatable {
 /// OperationQueue bodies, which run on Foundation's own threads, never on the cooperative pool.
 final class BlockingGate: Sendable {
   private let semaphore = DispatchSemaphore(value: 0)
-  private let opened = Mutex(false)
+  private let opened = LockedValue(false)
 
   init() {}
 
@@ -34,7 +33,7 @@ final class BlockingGate: Sendable {
 
 /// Records that a body ran, to assert that it never did.
 final class RunFlag: Sendable {
-  private let count = Mutex(0)
+  private let count = LockedValue(0)
 
   init() {}
 

@@ -1,0 +1,147 @@
+import ActorQueue
+import Foundation
+
+/// A dependency graph, in topological order: `dependencies[i]` are the ops op `i` waits for,
+/// all with smaller indices.
+struct Graph: Sendable {
+  let dependencies: [[Int]]
+  var count: Int { dependencies.count }
+  var edges: Int { dependencies.reduce(0) { $0 + $1.count } }
+
+  /// 0 → 1 → … → n-1.
+  static func chain(_ n: Int) -> Graph {
+    Graph(dependencies: (0..<n).map { $0 == 0 ? [] : [$0 - 1] })
+  }
+
+  /// `n` independent ops, then one that waits for all of them.
+  static func fanIn(_ n: Int) -> Graph {
+    Graph(dependencies: Array(repeating: [], count: n) + [Array(0..<n)])
+  }
+
+  /// One op, then `n` ops that each wait for it.
+  static func fanOut(_ n: Int) -> Graph {
+    Graph(dependencies: [[]] + Array(repeating: [0], count: n))
+  }
+
+  /// `n` ops; each waits for `edges` distinct ops drawn uniformly from the 1,000 before it
+  /// (fewer for the first ops), so the graph is both wide and deep. Seeded: every run and
+  /// every system gets the same graph.
+  static func random(_ n: Int, edges: Int, seed: UInt64 = 0x5EED_DA6) -> Graph {
+    var generator = SplitMix64(seed: seed)
+    let window = 1_000
+    var dependencies: [[Int]] = []
+    dependencies.reserveCapacity(n)
+    for index in 0..<n {
+      let low = max(0, index - window)
+      var chosen: [Int] = []
+      let wanted = min(edges, index - low)
+      while chosen.count < wanted {
+        let candidate = Int.random(in: low..<index, using: &generator)
+        if !chosen.contains(candidate) { chosen.append(candidate) }
+      }
+      dependencies.append(chosen)
+    }
+    return Graph(dependencies: dependencies)
+  }
+}
+
+/// Runs a dependency graph to the end in each system. The clock covers creating the ops,
+/// declaring every dependency, submitting, and waiting for the last op: what a user pays.
+enum Graphs {
+  static let floorNote =
+    "graphs' floor: a Task per op that awaits the Tasks of its dependencies (no limit), the plain Swift way"
+
+  static func run(_ scenario: ScenarioName, _ options: Options, _ sizes: Sizes) -> [Row] {
+    switch scenario {
+    case .chain:
+      let short = Graph.chain(sizes.chain)
+      var rows = measure("chain", short, options: options, systems: [.operationQueue, .actorQueue, .floor])
+      let long = Graph.chain(sizes.longChain)
+      rows += measure("chain", long, options: options, systems: [.actorQueue])
+      return rows
+    case .fanIn: return measure("fan-in", .fanIn(sizes.fan), options: options)
+    case .fanOut: return measure("fan-out", .fanOut(sizes.fan), options: options)
+    case .dag: return measure("dag", .random(sizes.dag, edges: sizes.dagEdgesPerOp), options: options)
+    default: preconditionFailure("Internal inconsistency: \(scenario) is not a graph scenario")
+    }
+  }
+
+  static func measure(
+    _ scenario: String, _ graph: Graph, options: Options,
+    systems: [System] = [.operationQueue, .actorQueue, .floor]
+  ) -> [Row] {
+    let contenders = systems.map { system in
+      Contender(system: system) { [run(graph, on: system)] }
+    }
+    let samples = runInterleaved(
+      "\(scenario) n=\(graph.count) edges=\(graph.edges)", contenders, metrics: 1, options: options)
+    return makeRows(
+      scenario: scenario, metrics: ["time"], n: graph.count, ops: graph.count, samples: samples,
+      runs: options.runs, note: systems.contains(.floor) ? floorNote : nil)
+  }
+
+  static func run(_ graph: Graph, on system: System) -> Double {
+    switch system {
+    case .operationQueue: operationQueue(graph)
+    case .actorQueue: actorQueue(graph)
+    case .floor: floor(graph)
+    case .adapter: preconditionFailure("the adapter has no graph scenario yet")
+    }
+  }
+
+  static func operationQueue(_ graph: Graph) -> Double {
+    let counter = Counter()
+    let queue = OperationQueue()
+    let start = now()
+    let operations = (0..<graph.count).map { _ in BlockOperation { counter.increment() } }
+    for (index, dependencies) in graph.dependencies.enumerated() {
+      for dependency in dependencies { operations[index].addDependency(operations[dependency]) }
+    }
+    queue.addOperations(operations, waitUntilFinished: true)
+    let elapsed = secondsSince(start)
+    verify(counter.count == graph.count, "OperationQueue ran \(counter.count) of \(graph.count) ops")
+    return elapsed
+  }
+
+  static func actorQueue(_ graph: Graph) -> Double {
+    blocking {
+      let counter = Counter()
+      let queue = ActorQueue()
+      let start = now()
+      let operations: [AnyQueueOperation] = (0..<graph.count).map { _ in QueueOperation { counter.increment() } }
+      do {
+        for (index, dependencies) in graph.dependencies.enumerated() {
+          for dependency in dependencies { try operations[index].addDependency(operations[dependency]) }
+        }
+        try queue.addOperations(operations)
+      } catch {
+        preconditionFailure("ActorQueue refused the graph: \(error)")
+      }
+      await queue.waitUntilAllOperationsAreFinished()
+      let elapsed = secondsSince(start)
+      verify(counter.count == graph.count, "ActorQueue ran \(counter.count) of \(graph.count) ops")
+      return elapsed
+    }
+  }
+
+  static func floor(_ graph: Graph) -> Double {
+    blocking {
+      let counter = Counter()
+      let start = now()
+      var tasks: [Task<Void, Never>] = []
+      tasks.reserveCapacity(graph.count)
+      for dependencies in graph.dependencies {
+        let inputs = dependencies.map { tasks[$0] }
+        tasks.append(
+          Task {
+            for input in inputs { await input.value }
+            counter.increment()
+          })
+      }
+      for task in tasks { await task.value }
+      let elapsed = secondsSince(start)
+      verify(counter.count == graph.count, "the floor ran \(counter.count) of \(graph.count) ops")
+      return elapsed
+    }
+  }
+}

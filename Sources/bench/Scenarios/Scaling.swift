@@ -1,0 +1,67 @@
+import Foundation
+
+/// The scaling curves: the independent (unlimited) and chain scenarios at growing N, so the
+/// growth of the per-op cost is visible (flat: linear total cost).
+///
+/// Time bound: OperationQueue runs a size only while its run time there, extrapolated from
+/// its two previous sizes (at the measured growth exponent, at least linear; quadratic from a
+/// single size), stays under `Sizes.scalingBoundSeconds` (5 s; `--quick`: 1.5 s). Its chain
+/// is quadratic on Linux (8,000 ops took 4.4 s), so it is cut off early; larger sizes are
+/// reported as cut off.
+enum Scaling {
+  static func run(_ options: Options, _ sizes: Sizes) -> [Row] {
+    curve("scaling independent", sizes: sizes, options: options) { system, n in
+      switch system {
+      case .operationQueue: Independent.operationQueue(n: n, limit: nil)
+      case .actorQueue: Independent.actorQueue(n: n, limit: nil)
+      default: Independent.floor(n: n, limit: nil)
+      }
+    }
+      + curve("scaling chain", sizes: sizes, options: options) { system, n in
+        Graphs.run(.chain(n), on: system)
+      }
+  }
+
+  private static func curve(
+    _ scenario: String, sizes: Sizes, options: Options, measure: @escaping (System, Int) -> Double
+  ) -> [Row] {
+    let systems: [System] = [.operationQueue, .actorQueue, .floor]
+    var rows: [Row] = []
+    var history: [(n: Int, seconds: Double)] = []  // OperationQueue's medians
+    var cutOff: String?
+    for n in sizes.scaling {
+      if cutOff == nil, let projection = project(history, to: n), projection > sizes.scalingBoundSeconds {
+        cutOff = String(
+          format: "cut off: OperationQueue's run time is projected beyond the %.1f s bound from N = %@ on (%.1f s projected there)",
+          sizes.scalingBoundSeconds, Format.count(n), projection)
+      }
+      let active = systems.filter { $0 != .operationQueue || cutOff == nil }
+      let samples = runInterleaved(
+        "\(scenario) n=\(n)", active.map { system in Contender(system: system) { [measure(system, n)] } },
+        metrics: 1, options: options)
+      var measured = makeRows(
+        scenario: scenario, metrics: ["time"], n: n, ops: n, samples: samples, runs: options.runs)
+      if let cutOff {
+        measured.insert(
+          Row(
+            scenario: scenario, variant: nil, metric: "time", system: .operationQueue, n: n, runs: 0, unit: .seconds,
+            note: cutOff), at: 0)
+      } else if let median = measured.first(where: { $0.system == .operationQueue })?.median {
+        history.append((n, median))
+      }
+      rows += measured
+    }
+    return rows
+  }
+
+  /// OperationQueue's projected run time at `n`, or `nil` with no history yet.
+  private static func project(_ history: [(n: Int, seconds: Double)], to n: Int) -> Double? {
+    guard let last = history.last else { return nil }
+    var exponent = 2.0
+    if history.count >= 2 {
+      let previous = history[history.count - 2]
+      exponent = max(1, log2(last.seconds / previous.seconds) / log2(Double(last.n) / Double(previous.n)))
+    }
+    return last.seconds * pow(Double(n) / Double(last.n), exponent)
+  }
+}

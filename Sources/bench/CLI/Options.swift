@@ -40,6 +40,8 @@ struct Options: Sendable {
   var scaling = false
   var jsonPath: String?
   var svgPath: String?
+  /// Systems to run; empty: all (restricting them drops the ratios; for profiling one system).
+  var systems: [System] = []
   /// Hidden: `--memory-child SYSTEM N` measures one system's memory and prints bytes/op.
   var memoryChild: (system: System, count: Int)?
 
@@ -66,6 +68,7 @@ struct Options: Sendable {
       --scaling          also run the scaling curves (chain and independent at N = 1k…256k)
       --json PATH        write every row as JSON
       --svg PATH         write a log–log chart of the scaling curves (implies --scaling)
+      --system NAME      run only this system: oq, aq, floor (repeatable; for profiling)
       -h, --help         show this help
 
     SCENARIOS:
@@ -110,6 +113,11 @@ struct Options: Sendable {
           }
           options.scenarios.append(scenario)
         }
+      case "--system":
+        guard let system = System(rawValue: value(for: argument)) else {
+          fail("--system: one of \(System.allCases.map(\.flag).joined(separator: ", "))")
+        }
+        options.systems.append(system)
       case "--memory-child":
         guard let system = System(rawValue: value(for: argument)) else { fail("--memory-child: unknown system") }
         options.memoryChild = (system, integer(for: argument, atLeast: 1))

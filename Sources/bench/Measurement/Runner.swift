@@ -39,6 +39,8 @@ struct Contender {
 func runInterleaved(
   _ label: String, _ contenders: [Contender], metrics: Int, options: Options
 ) -> [System: [[Double]]] {
+  let contenders = contenders.filter { options.systems.isEmpty || options.systems.contains($0.system) }
+  guard !contenders.isEmpty else { return [:] }
   var samples: [System: [[Double]]] = [:]
   for contender in contenders { samples[contender.system] = Array(repeating: [], count: metrics) }
   let rounds = options.warmups + options.runs

@@ -1,3 +1,1 @@
 // The adapter between Foundation's Operation and ActorQueue lands here.
-public import ActorQueue
-public import Foundation

@@ -112,7 +112,7 @@ extension Engine {
   /// graph in submission order, chains and fans included); otherwise a depth-first search over
   /// the unfinished operations that wait for `dependent`, O(their count + their edges).
   /// Ended operations are never searched: they keep no dependents.
-  private static func createsCycle(
+  static func createsCycle(
     _ dependency: AnyQueueOperation, _ dependent: AnyQueueOperation
   ) -> Bool {
     if dependency === dependent { return true }

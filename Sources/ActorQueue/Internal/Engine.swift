@@ -100,6 +100,8 @@ extension Engine {
         await Task.yield()
         action = workerStarted(worker, for: queue)
       case .retire:
+        // Break the worker ↔ task reference cycle.
+        locked { _, _ in worker.task = nil }
         return
       }
     }

@@ -20,11 +20,17 @@ extension Engine {
     _ operations: [AnyQueueOperation], into queue: QueueCore,
     _ state: inout State, _ effects: inout Effects
   ) throws(ActorQueueError) {
-    for (index, operation) in operations.enumerated() {
-      guard !operation.wasEnqueued else { throw .alreadyEnqueued }
-      if index > 0, operations[..<index].contains(where: { $0 === operation }) {
+    var seen = Set<ObjectIdentifier>(minimumCapacity: operations.count)
+    for operation in operations {
+      guard !operation.wasEnqueued, seen.insert(ObjectIdentifier(operation)).inserted else {
         throw .alreadyEnqueued
       }
+    }
+    // Waiting for the current barrier must not close a cycle (a prepared operation that
+    // something before the barrier waits for). The checks are independent of each other: the
+    // barrier edges added below lead away from the barrier, never back to it.
+    if let barrier = queue.activeBarrier {
+      for operation in operations where createsCycle(barrier, operation) { throw .dependencyCycle }
     }
     for operation in operations {
       enqueue(operation, into: queue, &state, &effects)
@@ -44,6 +50,13 @@ extension Engine {
     operation.order = state.nextSubmission
     operation.queue = queue
     operation.slot = queue.append(operation)
+    if let barrier = queue.activeBarrier {
+      do {
+        try addDependency(barrier, to: operation, kind: .completion, &state, &effects)
+      } catch {
+        preconditionFailure("Internal inconsistency: waiting for a barrier failed after the check: \(error)")
+      }
+    }
     if operation.unfinishedDependencies == 0 {
       makeReady(operation, in: queue, &state, &effects)
     } else {

@@ -15,6 +15,8 @@ final class QueueCore: @unchecked Sendable {
   private var holes = 0  // guarded by Engine.lock
   /// Tasks in `waitUntilAllOperationsAreFinished()`.
   var allFinishedWaiters: [UnsafeContinuation<Void, Never>] = []  // guarded by Engine.lock
+  /// The last barrier added; operations added after it wait for it while it is unfinished.
+  var barrier: AnyQueueOperation?  // guarded by Engine.lock
   /// Subscribers of `ActorQueue.events`.
   var subscribers: [EventChannel<QueueEvent>] = []  // guarded by Engine.lock
 
@@ -62,5 +64,13 @@ final class QueueCore: @unchecked Sendable {
       sequence: state.nextEventSequence, kind: kind, executingCount: machine.executing,
       maxConcurrentOperationCount: machine.limit, queueName: name)
     subscribers.removeAll { !$0.push(event, effects: &effects) }
+  }
+}
+
+extension QueueCore {
+  /// The barrier later operations must wait for, if one is unfinished. Under the lock.
+  var activeBarrier: AnyQueueOperation? {
+    guard let barrier, !barrier._state.isTerminal else { return nil }
+    return barrier
   }
 }

@@ -1,0 +1,77 @@
+/// The serial queue whose bodies run on the main actor: Foundation's `OperationQueue.main`,
+/// for UI updates at the end of a pipeline.
+///
+/// ```swift
+/// let saved = queue.addOperation(after: parsed) { model in try await store.save(model) }
+/// ActorQueue.main.addOperation(after: saved) { _ in label.text = "Saved" }   // on the main actor
+/// ```
+///
+/// Its bodies are `@MainActor` closures, so main-actor code reads and writes UI state in them
+/// without `await` (`{ @MainActor in … }` works too). It is a serial ``ActorQueue`` underneath
+/// (``queue``): its operations take part in dependencies, priorities, suspension, cancellation
+/// and events like any other. Unlike `OperationQueue.main`, it may be suspended, and its limit
+/// stays 1.
+public struct MainQueue: Sendable {
+  /// The serial queue underneath, for everything but adding main-actor bodies.
+  public let queue: ActorQueue
+
+  init() {
+    queue = ActorQueue(name: "main", maxConcurrentOperationCount: 1)
+  }
+
+  /// Adds an operation whose `body` runs on the main actor; see
+  /// ``ActorQueue/addOperation(name:priority:_:)``.
+  @discardableResult
+  public func addOperation<Success: Sendable>(
+    name: String? = nil, priority: OperationPriority = .normal,
+    _ body: @escaping @MainActor @Sendable () async throws -> Success
+  ) -> QueueOperation<Success> {
+    queue.addOperation(name: name, priority: priority) { try await body() }
+  }
+
+  /// Adds an operation that receives its inputs' values on the main actor; see
+  /// ``ActorQueue/addOperation(name:priority:after:_:operation:)``.
+  @discardableResult
+  public func addOperation<First: Sendable, each More: Sendable, Success: Sendable>(
+    name: String? = nil, priority: OperationPriority = .normal,
+    after first: QueueOperation<First>, _ more: repeat QueueOperation<each More>,
+    operation body: @escaping @MainActor @Sendable (First, repeat each More) async throws -> Success
+  ) -> QueueOperation<Success> {
+    queue.addOperation(name: name, priority: priority, after: first, repeat each more) {
+      (first: First, more: repeat each More) async throws -> Success in
+      try await body(first, repeat each more)
+    }
+  }
+
+  /// Adds a prepared operation; its body runs where its closure is isolated (write it
+  /// `{ @MainActor in … }` to run on the main actor). Throws as ``ActorQueue/addOperation(_:)``.
+  public func addOperation(_ operation: AnyQueueOperation) throws {
+    try queue.addOperation(operation)
+  }
+
+  /// See ``ActorQueue/isSuspended``.
+  public var isSuspended: Bool {
+    get { queue.isSuspended }
+    nonmutating set { queue.isSuspended = newValue }
+  }
+
+  /// See ``ActorQueue/operationCount``.
+  public var operationCount: Int { queue.operationCount }
+
+  /// See ``ActorQueue/operations``.
+  public var operations: [AnyQueueOperation] { queue.operations }
+
+  /// See ``ActorQueue/events``.
+  public var events: AsyncStream<QueueEvent> { queue.events }
+
+  /// See ``ActorQueue/cancelAllOperations()``.
+  public func cancelAllOperations() { queue.cancelAllOperations() }
+
+  /// See ``ActorQueue/waitUntilAllOperationsAreFinished()``.
+  public func waitUntilAllOperationsAreFinished() async { await queue.waitUntilAllOperationsAreFinished() }
+}
+
+extension ActorQueue {
+  /// The serial queue whose bodies run on the main actor (Foundation's `OperationQueue.main`).
+  public static let main = MainQueue()
+}

@@ -1,0 +1,237 @@
+import ActorQueue
+import Foundation
+import Synchronization
+import Testing
+
+/// Multi-block operations, barriers and the main-actor queue (issue 3, points 5–7).
+@Suite struct MultiBlockOperationTests {
+  @Test func everyBlockRunsConcurrentlyAndValuesKeepBlockOrder() async throws {
+    let queue = ActorQueue(maxConcurrentOperationCount: 1)
+    let allStarted = CountdownGate(count: 3)
+    let release = Gate()
+    let blocks: [@Sendable () async throws -> String] = ["a", "b", "c"].map { name in
+      {
+        allStarted.signal()
+        await release.wait()
+        return name
+      }
+    }
+    let operation = queue.addOperation(name: "blocks", blocks: blocks)
+    // All three blocks are running at once although the queue's limit is 1: the operation
+    // holds one slot, its blocks run in a TaskGroup.
+    await allStarted.wait()
+    let other = queue.addOperation { "other" }
+    #expect(other.state == .ready, "the multi-block operation holds the queue's single slot")
+    release.open()
+    #expect(try await operation.value == ["a", "b", "c"])
+    #expect(try await other.value == "other")
+  }
+
+  @Test func foundationBlockOperationRunsEveryBlockToo() async {
+    let ran = Recorder<Int>()
+    let operation = BlockOperation()
+    for index in 0..<3 { operation.addExecutionBlock { ran.append(index) } }
+    let queue = OperationQueue()
+    queue.addOperation(operation)
+    await queue.allFinished()
+    #expect(Set(ran.snapshot) == [0, 1, 2])
+  }
+
+  @Test func cancellingTheOperationCancelsEveryBlock() async {
+    let queue = ActorQueue()
+    let allStarted = CountdownGate(count: 2)
+    let cancelled = Recorder<Int>()
+    let blocks: [@Sendable () async throws -> Void] = (0..<2).map { index in
+      {
+        await waitForCancellation(started: allStarted)
+        cancelled.append(index)
+        throw CancellationError()
+      }
+    }
+    let operation = queue.addOperation(blocks: blocks)
+    await allStarted.wait()
+    operation.cancel()
+    let result = await operation.result
+    #expect(throws: CancellationError.self) { try result.get() }
+    #expect(operation.state == .cancelled)
+    #expect(Set(cancelled.snapshot) == [0, 1])
+  }
+
+  @Test func theFirstFailureCancelsTheSiblingsAndFailsTheOperation() async {
+    struct Broken: Error {}
+    let queue = ActorQueue()
+    let siblingStarted = CountdownGate(count: 1)
+    let siblingCancelled = Gate()
+    let blocks: [@Sendable () async throws -> Int] = [
+      {
+        await waitForCancellation(started: siblingStarted)
+        siblingCancelled.open()
+        throw CancellationError()
+      },
+      {
+        await siblingStarted.wait()
+        throw Broken()
+      },
+    ]
+    let operation = queue.addOperation(blocks: blocks)
+    let result = await operation.result
+    #expect(throws: Broken.self) { try result.get() }
+    #expect(operation.state == .failed)
+    #expect(siblingCancelled.isOpen)
+  }
+}
+
+@Suite struct BarrierTests {
+  @Test func barrierRunsAfterEarlierOperationsAndBeforeLaterOnes() async {
+    let queue = ActorQueue()  // unlimited: only the barrier orders these
+    let order = Recorder<String>()
+    let release = Gate()
+    let first = queue.addOperation {
+      await release.wait()
+      order.append("first")
+    }
+    let second = queue.addOperation {
+      await release.wait()
+      order.append("second")
+    }
+    let barrier = queue.addBarrierBlock { order.append("barrier") }
+    let after = queue.addOperation { order.append("after") }
+    #expect(barrier.state == .pending)
+    #expect(after.state == .pending)
+    #expect(barrier.dependencies == [first, second])
+    #expect(queue.operationCount == 4, "the barrier counts as an operation, as in Foundation")
+    release.open()
+    await queue.waitUntilAllOperationsAreFinished()
+    #expect(Set(order.snapshot.prefix(2)) == ["first", "second"])
+    #expect(Array(order.snapshot.suffix(2)) == ["barrier", "after"])
+  }
+
+  @Test func foundationBarrierOrdersTheSameWay() async {
+    let queue = OperationQueue()
+    queue.isSuspended = true
+    let order = Recorder<String>()
+    queue.addOperation { order.append("first") }
+    queue.addOperation { order.append("second") }
+    queue.addBarrierBlock { order.append("barrier") }
+    queue.addOperation { order.append("after") }
+    queue.isSuspended = false
+    await queue.allFinished()
+    #expect(Set(order.snapshot.prefix(2)) == ["first", "second"])
+    #expect(Array(order.snapshot.suffix(2)) == ["barrier", "after"])
+  }
+
+  @Test func dependingOnAnOperationBehindTheBarrierIsACycle() throws {
+    let queue = ActorQueue()
+    queue.isSuspended = true
+    let before = queue.addOperation { 1 }
+    queue.addBarrierBlock {}
+    let after = queue.addOperation { 2 }
+    #expect(throws: ActorQueueError.dependencyCycle) { try before.addDependency(after) }
+    #expect(before.dependencies.isEmpty)
+    queue.cancelAllOperations()
+  }
+
+  @Test func enqueueingBehindABarrierWhatTheBarrierWaitsForIsRefused() async throws {
+    let queue = ActorQueue()
+    queue.isSuspended = true
+    let prepared = QueueOperation { 1 }
+    let before = queue.addOperation { 2 }
+    try before.addDependency(prepared)
+    queue.addBarrierBlock {}
+    // barrier waits for `before`, which waits for `prepared`: `prepared` cannot wait for it.
+    #expect(throws: ActorQueueError.dependencyCycle) { try queue.addOperation(prepared) }
+    #expect(queue.operationCount == 2)
+    let other = ActorQueue()
+    try other.addOperation(prepared)
+    queue.isSuspended = false
+    await queue.waitUntilAllOperationsAreFinished()
+    #expect(before.state == .finished)
+  }
+
+  @Test func cancellingABarrierReleasesTheOperationsBehindIt() async throws {
+    let queue = ActorQueue()
+    let release = Gate()
+    let blocker = queue.addOperation { await release.wait() }
+    let barrier = queue.addBarrierBlock { Issue.record("a cancelled barrier must not run") }
+    let after = queue.addOperation { "after" }
+    barrier.cancel()
+    #expect(try await after.value == "after")
+    release.open()
+    await blocker.waitUntilFinished()
+    #expect(barrier.state == .cancelled)
+  }
+}
+
+@Suite struct MainQueueTests {
+  @MainActor final class Label {
+    var text = ""
+  }
+
+  @Test @MainActor func bodiesRunOnTheMainActor() async throws {
+    let label = Label()
+    let operation = ActorQueue.main.addOperation {
+      label.text = "updated"  // main-actor state, no await: the body is @MainActor
+      MainActor.preconditionIsolated("a main-queue body runs on the main actor's executor")
+      return label.text
+    }
+    #expect(try await operation.value == "updated")
+    let explicit = ActorQueue.main.addOperation { @MainActor in
+      MainActor.preconditionIsolated("a @MainActor body runs on the main actor's executor")
+      return label.text
+    }
+    #expect(try await explicit.value == "updated")
+    #expect(ActorQueue.main.queue.maxConcurrentOperationCount == 1)
+  }
+
+  /// Scenario 3: fetch → parse → save on a background queue, then update the UI on the main actor.
+  @Test @MainActor func pipelineEndsWithAMainActorStep() async throws {
+    struct Model: Sendable, Equatable { var title: String }
+    let label = Label()
+    let saved = Recorder<Model>()
+    let queue = ActorQueue(name: "pipeline", maxConcurrentOperationCount: 2)
+    let fetch = queue.addOperation(name: "fetch") { Array(#"{"title":"Hello"}"#.utf8) }
+    let parse = queue.addOperation(name: "parse", after: fetch) { bytes in
+      let text = String(decoding: bytes, as: UTF8.self)
+      return Model(title: String(text.split(separator: "\"")[3]))
+    }
+    let save = queue.addOperation(name: "save", after: parse) { model in
+      saved.append(model)
+      return model
+    }
+    let update = ActorQueue.main.addOperation(name: "update UI", after: save) { model in
+      label.text = model.title
+      MainActor.preconditionIsolated("the UI step runs on the main actor's executor")
+      return label.text
+    }
+    #expect(try await update.value == "Hello")
+    #expect(label.text == "Hello")
+    #expect(saved.snapshot == [Model(title: "Hello")])
+  }
+}
+
+/// Signals `started`, then suspends until the current task is cancelled. No sleep: the cancellation handler resumes the continuation, whether
+/// it ran before the suspension or during it.
+func waitForCancellation(started: CountdownGate) async {
+  struct State {
+    var isCancelled = false
+    var continuation: CheckedContinuation<Void, Never>?
+  }
+  let state = Mutex(State())
+  await withTaskCancellationHandler {
+    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+      let alreadyCancelled = state.withLock { state in
+        if !state.isCancelled { state.continuation = continuation }
+        return state.isCancelled
+      }
+      started.signal()
+      if alreadyCancelled { continuation.resume() }
+    }
+  } onCancel: {
+    let continuation = state.withLock { state in
+      state.isCancelled = true
+      defer { state.continuation = nil }
+      return state.continuation
+    }
+    continuation?.resume()
+  }
+}

@@ -93,14 +93,13 @@ enum Graphs {
     let counter = Counter()
     let queue = OperationQueue()
     let start = now()
-    var operations = (0..<graph.count).map { _ in BlockOperation { counter.increment() } }
+    let operations = (0..<graph.count).map { _ in BlockOperation { counter.increment() } }
     for (index, dependencies) in graph.dependencies.enumerated() {
       for dependency in dependencies { operations[index].addDependency(operations[dependency]) }
     }
     queue.addOperations(operations, waitUntilFinished: true)
     let elapsed = secondsSince(start)
     verify(counter.count == graph.count, "OperationQueue ran \(counter.count) of \(graph.count) ops")
-    releaseFromTheEnd(&operations)
     return elapsed
   }
 
@@ -121,18 +120,24 @@ enum Graphs {
       await queue.waitUntilAllOperationsAreFinished()
       let elapsed = secondsSince(start)
       verify(counter.count == graph.count, "ActorQueue ran \(counter.count) of \(graph.count) ops")
-      releaseFromTheEnd(&operations)
+      await releaseFromTheEnd(&operations)
       return elapsed
     }
   }
 
-  /// Releases the ops last first (not timed). An op keeps its dependencies, ended or not (in
-  /// both systems), so a chain is a linked list: released first-to-last, the last release
-  /// would free the whole chain recursively, one deinit inside the other, and overflow the
-  /// stack around 50,000 ops (an ActorQueue issue reported to the core; Foundation's
-  /// `Operation.dependencies` behaves alike).
-  static func releaseFromTheEnd<Element>(_ operations: inout [Element]) {
-    while !operations.isEmpty { operations.removeLast() }
+  /// Releases the ops last first, each once nothing but this array holds it (not timed).
+  ///
+  /// An op keeps its dependencies after they end (in both systems, as `dependencies` lists
+  /// them), so a long chain is a linked list of strong references: if the last reference to
+  /// its tail were dropped while the rest of the chain is otherwise unreferenced, the chain
+  /// would be freed recursively, one deinit inside the other, and overflow the stack (seen
+  /// from 64,000 ops, on the worker that ended the last op: reported to the core). Waiting until
+  /// each op is uniquely held here, then releasing from the end, frees one op at a time.
+  static func releaseFromTheEnd(_ operations: inout [AnyQueueOperation]) async {
+    while !operations.isEmpty {
+      while !isKnownUniquelyReferenced(&operations[operations.count - 1]) { await Task.yield() }
+      operations.removeLast()
+    }
   }
 
   static func floor(_ graph: Graph) -> Double {

@@ -14,12 +14,16 @@ struct Sizes: Sendable {
   /// OperationQueue runs a scaling size only while its run time, extrapolated from the
   /// previous sizes, stays under this many seconds per run.
   var scalingBoundSeconds = 5.0
+  /// The same bound for the graph scenarios (fan-out and the DAG are quadratic or worse for
+  /// OperationQueue on Linux): beyond it, OperationQueue is compared at the largest size that
+  /// fits, and cut off at the full size.
+  var graphBoundSeconds = 3.0
 
   init(quick: Bool) {
     guard quick else { return }
     independent = 20_000
     latencySamples = 300
-    chain = 4_000  // the goal's size: OperationQueue takes about 1 s here
+    chain = 2_000
     longChain = 64_000
     fan = 2_000
     dag = 20_000
@@ -28,5 +32,6 @@ struct Sizes: Sendable {
     transfers = 60
     scaling = [1_000, 4_000, 16_000]
     scalingBoundSeconds = 1.5
+    graphBoundSeconds = 1.5
   }
 }

@@ -10,11 +10,13 @@ struct GoalCheck: Sendable, Encodable {
 func checkGoals(_ rows: inout [Row], sizes: Sizes) -> [GoalCheck] {
   var checks: [GoalCheck] = []
 
+  /// ActorQueue's row; among several, the first compared with OperationQueue.
   func index(_ scenario: String, _ variant: String? = nil, metric: String = "time", n: Int? = nil) -> Int? {
-    rows.firstIndex {
-      $0.scenario == scenario && $0.variant == variant && $0.metric == metric && $0.system == .actorQueue
-        && (n == nil || $0.n == n)
+    let matching = rows.indices.filter {
+      rows[$0].scenario == scenario && rows[$0].variant == variant && rows[$0].metric == metric
+        && rows[$0].system == .actorQueue && (n == nil || rows[$0].n == n)
     }
+    return matching.first { rows[$0].versusOperationQueue != nil } ?? matching.first
   }
 
   /// ActorQueue's ratio against OperationQueue (or the floor) at least `minimum`.
@@ -27,7 +29,7 @@ func checkGoals(_ rows: inout [Row], sizes: Sizes) -> [GoalCheck] {
     guard let ratio else { return }
     let pass = ratio >= minimum
     rows[row].goals.append("\(short) \(pass ? "PASS" : "MISS")")
-    checks.append(GoalCheck(goal: goal, measured: Format.ratio(ratio), pass: pass))
+    checks.append(GoalCheck(goal: goal, measured: "\(Format.ratio(ratio)) (n=\(Format.count(rows[row].n)))", pass: pass))
   }
 
   ratioGoal("independent unlimited ≥ 1.5x OperationQueue", "independent", "unlimited", atLeast: 1.5, short: "≥1.5x OQ")

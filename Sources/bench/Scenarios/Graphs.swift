@@ -54,16 +54,51 @@ enum Graphs {
   static func run(_ scenario: ScenarioName, _ options: Options, _ sizes: Sizes) -> [Row] {
     switch scenario {
     case .chain:
-      let short = Graph.chain(sizes.chain)
-      var rows = measure("chain", short, options: options, systems: [.operationQueue, .actorQueue, .floor])
-      let long = Graph.chain(sizes.longChain)
-      rows += measure("chain", long, options: options, systems: [.actorQueue])
-      return rows
-    case .fanIn: return measure("fan-in", .fanIn(sizes.fan), options: options)
-    case .fanOut: return measure("fan-out", .fanOut(sizes.fan), options: options)
-    case .dag: return measure("dag", .random(sizes.dag, edges: sizes.dagEdgesPerOp), options: options)
+      // No time bound here: the goal is defined at this size (OperationQueue: about 1–4 s).
+      return measure("chain", .chain(sizes.chain), options: options)
+        + measure("chain", .chain(sizes.longChain), options: options, systems: [.actorQueue])
+    case .fanIn: return bounded("fan-in", n: sizes.fan, Graph.fanIn, options: options, sizes: sizes)
+    case .fanOut: return bounded("fan-out", n: sizes.fan, Graph.fanOut, options: options, sizes: sizes)
+    case .dag:
+      let edges = sizes.dagEdgesPerOp
+      return bounded("dag", n: sizes.dag, { .random($0, edges: edges) }, options: options, sizes: sizes)
     default: preconditionFailure("Internal inconsistency: \(scenario) is not a graph scenario")
     }
+  }
+
+  /// Measures every system on `make(n)`, unless OperationQueue's run there is projected beyond
+  /// `Sizes.graphBoundSeconds`: then every system is compared at the largest size that fits,
+  /// and ActorQueue and the floor also run the full size, OperationQueue's row marked cut off.
+  /// The projection comes from two small probe runs of OperationQueue (not recorded).
+  static func bounded(
+    _ scenario: String, n: Int, _ make: (Int) -> Graph, options: Options, sizes: Sizes
+  ) -> [Row] {
+    let all: [System] = [.operationQueue, .actorQueue, .floor]
+    guard options.systems.isEmpty || options.systems.contains(.operationQueue) else {
+      return measure(scenario, make(n), options: options, systems: all)
+    }
+    var model = GrowthModel()
+    let firstProbe = min(max(n / 8, 1), 500)
+    for probe in [firstProbe, firstProbe * 2] where probe < n {
+      model.add(n: probe, seconds: operationQueue(make(probe)))
+    }
+    guard let projected = model.project(to: n), projected > sizes.graphBoundSeconds,
+      let fitting = model.largestSize(within: sizes.graphBoundSeconds), fitting < n
+    else {
+      return measure(scenario, make(n), options: options, systems: all)
+    }
+    Progress.report(
+      "\(scenario): OperationQueue projected at \(Format.duration(projected)) per run for n=\(n): comparing at n=\(fitting)")
+    var rows = measure(scenario, make(fitting), options: options, systems: all)
+    rows.append(
+      Row(
+        scenario: scenario, variant: nil, metric: "time", system: .operationQueue, n: make(n).count, runs: 0,
+        unit: .seconds,
+        note: "cut off: OperationQueue's \(scenario) is projected at \(Format.duration(projected)) per run at this size "
+          + "(bound \(Format.duration(sizes.graphBoundSeconds)), growth ~N^\(String(format: "%.1f", model.exponent))); "
+          + "compared at the largest size that fits instead"))
+    rows += measure(scenario, make(n), options: options, systems: [.actorQueue, .floor])
+    return rows
   }
 
   static func measure(

@@ -10,9 +10,12 @@ import Synchronization
 ///
 /// The executing count: ActorQueue's own, from `QueueEvent.executingCount` as received by a
 /// `queue.events` subscriber (so it includes event delivery); OperationQueue has no such
-/// report, so its bodies count themselves. Transfers: `Task.sleep` in ActorQueue (a body that
-/// waits without holding a thread), `usleep` in OperationQueue (its bodies are synchronous;
-/// each running one holds a thread). No floor: a TaskGroup has no live limit.
+/// report, so its transfers count themselves. Transfers wait without holding a thread in both:
+/// `Task.sleep` in an ActorQueue body; in OperationQueue, the asynchronous `Operation`
+/// subclass its users write for downloads (`isAsynchronous`, KVO on `isExecuting`/`isFinished`)
+/// that finishes from a timer. (A synchronous body that blocks in `usleep` would measure
+/// libdispatch's thread pool instead: on 2 cores it never reached 10 running transfers in
+/// 100 ms.) No floor: a TaskGroup has no live limit.
 enum LimitChange {
   static let phase = Duration.milliseconds(100)
 
@@ -38,19 +41,14 @@ enum LimitChange {
     let state = Mutex<(executing: Int, log: Log)>((0, []))
     let queue = OperationQueue()
     queue.maxConcurrentOperationCount = 3
-    for duration in durations {
-      queue.addOperation {
-        state.withLock { state in
-          state.executing += 1
-          state.log.append((now(), state.executing))
-        }
-        usleep(duration)
-        state.withLock { state in
-          state.executing -= 1
-          state.log.append((now(), state.executing))
-        }
+    let record: @Sendable (Int) -> Void = { change in
+      state.withLock { state in
+        state.executing += change
+        state.log.append((now(), state.executing))
       }
     }
+    queue.addOperations(
+      durations.map { TransferOperation(microseconds: $0, record: record) }, waitUntilFinished: false)
     Thread.sleep(forTimeInterval: phase.seconds)
     let raised = now()
     queue.maxConcurrentOperationCount = 10
@@ -108,5 +106,48 @@ enum LimitChange {
     guard let reached = sorted.first(where: { $0.0 >= start && condition($0.1) }) else { return .nan }
     if let end, reached.0 > end { return .nan }
     return (reached.0 - start).seconds
+  }
+}
+
+/// A simulated transfer as OperationQueue users write one: an asynchronous `Operation` whose
+/// work completes later, from a timer, holding no thread meanwhile; it reports its start (+1)
+/// and end (-1) to `record`.
+///
+/// `@unchecked Sendable`: `executing` and `finished` are read and written only under `lock`;
+/// the KVO notifications Operation needs are sent outside it.
+private final class TransferOperation: Operation, @unchecked Sendable {
+  private let lock = NSLock()
+  private var executing = false
+  private var finished = false
+  private let microseconds: UInt32
+  private let record: @Sendable (Int) -> Void
+
+  init(microseconds: UInt32, record: @escaping @Sendable (Int) -> Void) {
+    self.microseconds = microseconds
+    self.record = record
+  }
+
+  override var isAsynchronous: Bool { true }
+  override var isExecuting: Bool { lock.withLock { executing } }
+  override var isFinished: Bool { lock.withLock { finished } }
+
+  override func start() {
+    willChangeValue(forKey: "isExecuting")
+    lock.withLock { executing = true }
+    didChangeValue(forKey: "isExecuting")
+    record(+1)
+    DispatchQueue.global().asyncAfter(deadline: .now() + .microseconds(Int(microseconds))) { self.finish() }
+  }
+
+  private func finish() {
+    record(-1)
+    willChangeValue(forKey: "isExecuting")
+    willChangeValue(forKey: "isFinished")
+    lock.withLock {
+      executing = false
+      finished = true
+    }
+    didChangeValue(forKey: "isFinished")
+    didChangeValue(forKey: "isExecuting")
   }
 }

@@ -27,13 +27,13 @@ enum Scaling {
   ) -> [Row] {
     let systems: [System] = [.operationQueue, .actorQueue, .floor]
     var rows: [Row] = []
-    var history: [(n: Int, seconds: Double)] = []  // OperationQueue's medians
+    var history = GrowthModel()  // OperationQueue's medians
     var cutOff: String?
     for n in sizes.scaling {
-      if cutOff == nil, let projection = project(history, to: n), projection > sizes.scalingBoundSeconds {
-        cutOff = String(
-          format: "cut off: OperationQueue's run time is projected beyond the %.1f s bound from N = %@ on (%.1f s projected there)",
-          sizes.scalingBoundSeconds, Format.count(n), projection)
+      if cutOff == nil, let projection = history.project(to: n), projection > sizes.scalingBoundSeconds {
+        cutOff =
+          "cut off: OperationQueue's run time is projected beyond the \(Format.duration(sizes.scalingBoundSeconds)) "
+          + "bound per run from N = \(Format.count(n)) on (\(Format.duration(projection)) there)"
       }
       let active = systems.filter { $0 != .operationQueue || cutOff == nil }
       let samples = runInterleaved(
@@ -47,21 +47,10 @@ enum Scaling {
             scenario: scenario, variant: nil, metric: "time", system: .operationQueue, n: n, runs: 0, unit: .seconds,
             note: cutOff), at: 0)
       } else if let median = measured.first(where: { $0.system == .operationQueue })?.median {
-        history.append((n, median))
+        history.add(n: n, seconds: median)
       }
       rows += measured
     }
     return rows
-  }
-
-  /// OperationQueue's projected run time at `n`, or `nil` with no history yet.
-  private static func project(_ history: [(n: Int, seconds: Double)], to n: Int) -> Double? {
-    guard let last = history.last else { return nil }
-    var exponent = 2.0
-    if history.count >= 2 {
-      let previous = history[history.count - 2]
-      exponent = max(1, log2(last.seconds / previous.seconds) / log2(Double(last.n) / Double(previous.n)))
-    }
-    return last.seconds * pow(Double(n) / Double(last.n), exponent)
   }
 }

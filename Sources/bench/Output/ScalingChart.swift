@@ -68,7 +68,7 @@ enum ScalingChart {
       let value = pow(10, Double(decade))
       let yy = number(y(value))
       svg += "<line x1=\"\(x0)\" y1=\"\(yy)\" x2=\"\(x0 + panelWidth)\" y2=\"\(yy)\" stroke=\"#ccc\"/>\n"
-      svg += "<text x=\"\(x0 - 6)\" y=\"\(yy)\" dy=\"4\" text-anchor=\"end\">\(escape(decade(value)))</text>\n"
+      svg += "<text x=\"\(x0 - 6)\" y=\"\(yy)\" dy=\"4\" text-anchor=\"end\">\(escape(decadeLabel(value)))</text>\n"
       for minor in [2.0, 5.0] where Double(decade) + log10(minor) < yHigh {
         let ym = number(y(value * minor))
         svg += "<line x1=\"\(x0)\" y1=\"\(ym)\" x2=\"\(x0 + panelWidth)\" y2=\"\(ym)\" stroke=\"#eee\"/>\n"
@@ -107,7 +107,7 @@ enum ScalingChart {
   }
 
   /// A decade's label: "100 ns", "1 µs", "10 ms".
-  private static func decade(_ seconds: Double) -> String {
+  private static func decadeLabel(_ seconds: Double) -> String {
     let (scale, unit): (Double, String) =
       switch seconds {
       case ..<1e-6: (1e9, "ns")

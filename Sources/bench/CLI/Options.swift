@@ -74,6 +74,12 @@ struct Options: Sendable {
     SCENARIOS:
     \(ScenarioName.allCases.map { "  " + $0.rawValue.padding(toLength: 15, withPad: " ", startingAt: 0) + $0.summary }.joined(separator: "\n"))
 
+    TIME BOUNDS: OperationQueue's dependency handling is quadratic on Linux. Where its run is
+    projected (from probe runs at doubling sizes) beyond 3 s per run (graphs; --quick: 1.5 s), it is
+    compared at the largest size that fits and its full-size row is marked "cut off"; the
+    chain at 4,000 (a goal's size) is always run. In --scaling it runs a size only while its
+    projected run time stays under 5 s (--quick: 1.5 s).
+
     OUTPUT: a table on stdout (ratios: higher is better for ActorQueue; "vs OQ" is
     OperationQueue's time / ActorQueue's, "vs floor" ActorQueue's throughput / the floor's),
     then the goals with PASS/MISS. Progress goes to stderr.

@@ -69,7 +69,7 @@ enum Graphs {
   /// Measures every system on `make(n)`, unless OperationQueue's run there is projected beyond
   /// `Sizes.graphBoundSeconds`: then every system is compared at the largest size that fits,
   /// and ActorQueue and the floor also run the full size, OperationQueue's row marked cut off.
-  /// The projection comes from two small probe runs of OperationQueue (not recorded).
+  /// The projection comes from probe runs of OperationQueue at doubling sizes (not recorded).
   static func bounded(
     _ scenario: String, n: Int, _ make: (Int) -> Graph, options: Options, sizes: Sizes
   ) -> [Row] {
@@ -77,10 +77,14 @@ enum Graphs {
     guard options.systems.isEmpty || options.systems.contains(.operationQueue) else {
       return measure(scenario, make(n), options: options, systems: all)
     }
+    // Probe sizes double from 250 until a probe takes a quarter of the bound (or reaches n):
+    // the last two probes, close to the bound, give the growth (small probes understate it).
     var model = GrowthModel()
-    let firstProbe = min(max(n / 8, 1), 500)
-    for probe in [firstProbe, firstProbe * 2] where probe < n {
+    var probe = min(250, n)
+    while probe < n {
       model.add(n: probe, seconds: operationQueue(make(probe)))
+      if let last = model.points.last, last.seconds > sizes.graphBoundSeconds / 4 { break }
+      probe *= 2
     }
     guard let projected = model.project(to: n), projected > sizes.graphBoundSeconds,
       let fitting = model.largestSize(within: sizes.graphBoundSeconds), fitting < n

@@ -18,6 +18,10 @@ if let child = options.memoryChild { Memory.child(child.system, child.count) }
 
 let sizes = Sizes(quick: options.quick)
 let machine = JSONReport.Machine.current
+if let load = machine.loadAverageAtStart, load > Double(machine.cores) / 2 {
+  Progress.report(
+    "warning: load average \(load) on \(machine.cores) cores: other work on this machine will add noise to the numbers")
+}
 var rows: [Row] = []
 for scenario in options.selected {
   Progress.report("scenario \(scenario.rawValue): \(scenario.summary)")
@@ -40,7 +44,8 @@ for scenario in options.selected {
 
 let goals = checkGoals(&rows, sizes: sizes)
 let header = """
-  ActorQueue bench — \(machine.cores) cores, \(machine.operatingSystem), Swift \(machine.swift), \(build); \
+  ActorQueue bench — \(machine.cores) cores, \(machine.operatingSystem), Swift \(machine.swift), \(build)\
+  \(machine.loadAverageAtStart.map { String(format: " (load average %.2f at start)", $0) } ?? ""); \
   median of \(options.runs) runs after \(options.warmups) warm-up\(options.warmups == 1 ? "" : "s")\
   \(options.quick ? ", --quick sizes" : "")
   vs OQ: OperationQueue's median / ActorQueue's (higher is better); vs floor: throughput / the floor's

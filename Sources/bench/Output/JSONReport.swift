@@ -6,6 +6,9 @@ struct JSONReport: Encodable {
     let cores: Int
     let operatingSystem: String
     let swift: String
+    /// The 1-minute load average when the bench started (Linux), so noise from other work on
+    /// the machine is on record.
+    let loadAverageAtStart: Double?
   }
 
   let command: String
@@ -33,6 +36,19 @@ extension JSONReport.Machine {
     #endif
     return .init(
       cores: ProcessInfo.processInfo.activeProcessorCount,
-      operatingSystem: ProcessInfo.processInfo.operatingSystemVersionString, swift: swift)
+      operatingSystem: ProcessInfo.processInfo.operatingSystemVersionString, swift: swift,
+      loadAverageAtStart: loadAverage())
+  }
+
+  /// The 1-minute load average from /proc/loadavg; `nil` elsewhere.
+  static func loadAverage() -> Double? {
+    #if os(Linux)
+      guard let text = try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8),
+        let first = text.split(separator: " ").first
+      else { return nil }
+      return Double(first)
+    #else
+      return nil
+    #endif
   }
 }

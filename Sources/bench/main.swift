@@ -20,7 +20,8 @@ let sizes = Sizes(quick: options.quick)
 let machine = JSONReport.Machine.current
 if let load = machine.loadAverageAtStart, load > Double(machine.cores) / 2 {
   Progress.report(
-    "warning: load average \(load) on \(machine.cores) cores: other work on this machine will add noise to the numbers")
+    "warning: load average \(load) on \(machine.cores) cores: other work on this machine will add noise to the numbers"
+  )
 }
 var rows: [Row] = []
 for scenario in options.selected {
@@ -63,7 +64,8 @@ do {
     Progress.report("wrote \(path)")
   }
   if let path = options.svgPath {
-    let subtitle = "\(machine.cores) cores, \(machine.operatingSystem), \(build), median of \(options.runs) runs"
+    let subtitle =
+      "\(machine.cores) cores, \(machine.operatingSystem), \(build), median of \(options.runs) runs"
     try ScalingChart.render(rows, subtitle: subtitle).write(toFile: path, atomically: true, encoding: .utf8)
     Progress.report("wrote \(path)")
   }

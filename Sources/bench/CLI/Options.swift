@@ -96,7 +96,9 @@ struct Options: Sendable {
     }
     func integer(for flag: String, atLeast minimum: Int) -> Int {
       let text = value(for: flag)
-      guard let number = Int(text), number >= minimum else { fail("\(flag): expected an integer ≥ \(minimum), got '\(text)'") }
+      guard let number = Int(text), number >= minimum else {
+        fail("\(flag): expected an integer ≥ \(minimum), got '\(text)'")
+      }
       return number
     }
     while let argument = rest.popFirst() {
@@ -115,7 +117,9 @@ struct Options: Sendable {
       case "--scenario":
         for name in value(for: argument).split(separator: ",") {
           guard let scenario = ScenarioName(rawValue: String(name)) else {
-            fail("unknown scenario '\(name)'; one of: \(ScenarioName.allCases.map(\.rawValue).joined(separator: ", "))")
+            fail(
+              "unknown scenario '\(name)'; one of: \(ScenarioName.allCases.map(\.rawValue).joined(separator: ", "))"
+            )
           }
           options.scenarios.append(scenario)
         }
@@ -125,7 +129,9 @@ struct Options: Sendable {
         }
         options.systems.append(system)
       case "--memory-child":
-        guard let system = System(rawValue: value(for: argument)) else { fail("--memory-child: unknown system") }
+        guard let system = System(rawValue: value(for: argument)) else {
+          fail("--memory-child: unknown system")
+        }
         options.memoryChild = (system, integer(for: argument, atLeast: 1))
       default:
         fail("unknown option '\(argument)' (see --help)")

@@ -46,7 +46,9 @@ func blocking<Result: Sendable>(_ body: @escaping @Sendable () async -> Result) 
     done.signal()
   }
   done.wait()
-  guard let value = result.get() else { preconditionFailure("Internal inconsistency: no result from the task") }
+  guard let value = result.get() else {
+    preconditionFailure("Internal inconsistency: no result from the task")
+  }
   return value
 }
 

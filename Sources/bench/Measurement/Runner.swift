@@ -51,7 +51,8 @@ func runInterleaved(
     for index in contenders.indices {
       let contender = contenders[(index + round) % contenders.count]
       let values = contender.trial()
-      precondition(values.count == metrics, "Internal inconsistency: \(label) returned \(values.count) metrics")
+      precondition(
+        values.count == metrics, "Internal inconsistency: \(label) returned \(values.count) metrics")
       guard !warmUp else { continue }
       for metric in 0..<metrics { samples[contender.system]![metric].append(values[metric]) }
     }

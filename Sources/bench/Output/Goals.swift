@@ -29,10 +29,13 @@ func checkGoals(_ rows: inout [Row], sizes: Sizes) -> [GoalCheck] {
     guard let ratio else { return }
     let pass = ratio >= minimum
     rows[row].goals.append("\(short) \(pass ? "PASS" : "MISS")")
-    checks.append(GoalCheck(goal: goal, measured: "\(Format.ratio(ratio)) (n=\(Format.count(rows[row].n)))", pass: pass))
+    checks.append(
+      GoalCheck(goal: goal, measured: "\(Format.ratio(ratio)) (n=\(Format.count(rows[row].n)))", pass: pass))
   }
 
-  ratioGoal("independent unlimited ≥ 1.5x OperationQueue", "independent", "unlimited", atLeast: 1.5, short: "≥1.5x OQ")
+  ratioGoal(
+    "independent unlimited ≥ 1.5x OperationQueue", "independent", "unlimited", atLeast: 1.5, short: "≥1.5x OQ"
+  )
   ratioGoal("independent max 4 ≥ 4x OperationQueue", "independent", "max 4", atLeast: 4, short: "≥4x OQ")
   ratioGoal("independent serial ≥ 4x OperationQueue", "independent", "serial", atLeast: 4, short: "≥4x OQ")
   for variant in ["unlimited", "max 4", "serial"] {
@@ -60,7 +63,8 @@ func checkGoals(_ rows: inout [Row], sizes: Sizes) -> [GoalCheck] {
     checks.append(
       GoalCheck(
         goal: "chain per-op cost at \(Format.count(sizes.longChain)) ≤ 1.5x at \(Format.count(sizes.chain))",
-        measured: "\(Format.duration(longCost)) vs \(Format.duration(shortCost)) per op (\(Format.ratio(growth)))",
+        measured:
+          "\(Format.duration(longCost)) vs \(Format.duration(shortCost)) per op (\(Format.ratio(growth)))",
         pass: pass))
   }
   return checks

@@ -25,7 +25,8 @@ enum Table {
       if row.median == nil, let note = row.note {
         median = note.hasPrefix("cut off") ? "cut off" : "—"
       }
-      let range = row.min.map { "\(Format.value($0, unit: row.unit)) – \(Format.value(row.max, unit: row.unit))" } ?? ""
+      let range =
+        row.min.map { "\(Format.value($0, unit: row.unit)) – \(Format.value(row.max, unit: row.unit))" } ?? ""
       output.append(
         line([
           row.label, row.system.rawValue, Format.count(row.n), median, Format.rate(row.opsPerSecond),
@@ -43,7 +44,8 @@ enum Table {
       output.append("")
       output.append("Goals (ActorQueue):")
       for goal in goals {
-        output.append("  \(goal.pass ? "PASS" : "MISS")  \(Format.pad(goal.goal, 52))  measured \(goal.measured)")
+        output.append(
+          "  \(goal.pass ? "PASS" : "MISS")  \(Format.pad(goal.goal, 52))  measured \(goal.measured)")
       }
       let missed = goals.filter { !$0.pass }.count
       output.append("  \(goals.count - missed)/\(goals.count) goals met")
@@ -55,7 +57,9 @@ enum Table {
   static func renderScaling(_ rows: [Row]) -> String? {
     let scaling = rows.filter { $0.scenario.hasPrefix("scaling") }
     guard !scaling.isEmpty else { return nil }
-    var output = ["", "Scaling: median cost per op against N (growth: per-op cost / per-op cost at the smallest N)"]
+    var output = [
+      "", "Scaling: median cost per op against N (growth: per-op cost / per-op cost at the smallest N)",
+    ]
     for scenario in uniqued(scaling.map(\.scenario)) {
       let subset = scaling.filter { $0.scenario == scenario }
       let systems = System.allCases.filter { system in subset.contains { $0.system == system } }

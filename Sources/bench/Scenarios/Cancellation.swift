@@ -19,7 +19,9 @@ enum Cancellation {
       ], metrics: 1, options: options)
     return makeRows(
       scenario: "cancel", metrics: ["time"], n: n, ops: n, samples: samples, runs: options.runs,
-      note: "cancel: from cancelAllOperations() until all ops are terminal (OperationQueue must be resumed for that, P2)")
+      note:
+        "cancel: from cancelAllOperations() until all ops are terminal (OperationQueue must be resumed for that, P2)"
+    )
   }
 
   static func operationQueue(_ n: Int) -> Double {

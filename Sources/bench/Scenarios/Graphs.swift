@@ -92,13 +92,15 @@ enum Graphs {
       return measure(scenario, make(n), options: options, systems: all)
     }
     Progress.report(
-      "\(scenario): OperationQueue projected at \(Format.duration(projected)) per run for n=\(n): comparing at n=\(fitting)")
+      "\(scenario): OperationQueue projected at \(Format.duration(projected)) per run for n=\(n): comparing at n=\(fitting)"
+    )
     var rows = measure(scenario, make(fitting), options: options, systems: all)
     rows.append(
       Row(
         scenario: scenario, variant: nil, metric: "time", system: .operationQueue, n: make(n).count, runs: 0,
         unit: .seconds,
-        note: "cut off: OperationQueue's \(scenario) is projected at \(Format.duration(projected)) per run at this size "
+        note:
+          "cut off: OperationQueue's \(scenario) is projected at \(Format.duration(projected)) per run at this size "
           + "(bound \(Format.duration(sizes.graphBoundSeconds)), growth ~N^\(String(format: "%.1f", model.exponent))); "
           + "compared at the largest size that fits instead"))
     rows += measure(scenario, make(n), options: options, systems: [.actorQueue, .floor])
@@ -147,7 +149,9 @@ enum Graphs {
       let counter = Counter()
       let queue = ActorQueue()
       let start = now()
-      var operations: [AnyQueueOperation] = (0..<graph.count).map { _ in QueueOperation { counter.increment() } }
+      var operations: [AnyQueueOperation] = (0..<graph.count).map { _ in
+        QueueOperation { counter.increment() }
+      }
       do {
         for (index, dependencies) in graph.dependencies.enumerated() {
           for dependency in dependencies { try operations[index].addDependency(operations[dependency]) }

@@ -45,7 +45,8 @@ enum Independent {
   static func actorQueue(n: Int, limit: Int?) -> Double {
     blocking {
       let counter = Counter()
-      let queue = ActorQueue(maxConcurrentOperationCount: limit ?? ActorQueue.defaultMaxConcurrentOperationCount)
+      let queue = ActorQueue(
+        maxConcurrentOperationCount: limit ?? ActorQueue.defaultMaxConcurrentOperationCount)
       let start = now()
       for _ in 0..<n { queue.addOperation { counter.increment() } }
       await queue.waitUntilAllOperationsAreFinished()

@@ -63,6 +63,8 @@ enum Latency {
       latencies.append((start - submitted).seconds)
     }
     latencies.sort()
-    return [Statistics.percentile(0.5, ofSorted: latencies), Statistics.percentile(0.99, ofSorted: latencies)]
+    return [
+      Statistics.percentile(0.5, ofSorted: latencies), Statistics.percentile(0.99, ofSorted: latencies),
+    ]
   }
 }

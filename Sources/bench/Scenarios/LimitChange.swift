@@ -100,7 +100,9 @@ enum LimitChange {
 
   /// Seconds from `start` until the logged executing count satisfies `condition` (0 if it
   /// already did at `start`); `.nan` if it never did before `end`.
-  static func honoured(_ log: Log, from start: Instant, before end: Instant?, _ condition: (Int) -> Bool) -> Double {
+  static func honoured(_ log: Log, from start: Instant, before end: Instant?, _ condition: (Int) -> Bool)
+    -> Double
+  {
     let sorted = log.sorted { $0.0 < $1.0 }
     if let current = sorted.last(where: { $0.0 < start }), condition(current.1) { return 0 }
     guard let reached = sorted.first(where: { $0.0 >= start && condition($0.1) }) else { return .nan }

@@ -20,7 +20,8 @@ enum Memory {
     }
     let samples = runInterleaved("memory n=\(n) (child processes)", contenders, metrics: 1, options: options)
     return makeRows(
-      scenario: "memory", metrics: ["bytes/op"], n: n, ops: nil, unit: .bytes, samples: samples, runs: options.runs,
+      scenario: "memory", metrics: ["bytes/op"], n: n, ops: nil, unit: .bytes, samples: samples,
+      runs: options.runs,
       note: "memory: \(ResidentMemory.source) delta per waiting op, each system in its own child process")
   }
 
@@ -41,7 +42,8 @@ enum Memory {
     process.waitUntilExit()
     let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     guard process.terminationStatus == 0, let bytes = Double(text) else {
-      preconditionFailure("bench: the memory child for \(system.rawValue) failed (\(process.terminationStatus)): \(text)")
+      preconditionFailure(
+        "bench: the memory child for \(system.rawValue) failed (\(process.terminationStatus)): \(text)")
     }
     return bytes
   }
@@ -49,7 +51,9 @@ enum Memory {
   /// This binary, to re-execute.
   private static var executablePath: String {
     #if os(Linux)
-      if let path = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") { return path }
+      if let path = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
+        return path
+      }
     #endif
     return Bundle.main.executablePath ?? CommandLine.arguments[0]
   }
@@ -59,7 +63,9 @@ enum Memory {
   /// The child process: measures `system` with `n` waiting ops, prints bytes per op, exits.
   static func child(_ system: System, _ n: Int) -> Never {
     hold(system, 1_000) {}
-    guard let before = ResidentMemory.current() else { fatalError("bench: resident memory is unavailable here") }
+    guard let before = ResidentMemory.current() else {
+      fatalError("bench: resident memory is unavailable here")
+    }
     var after = before
     hold(system, n) { after = ResidentMemory.current() ?? before }
     print(Double(after - before) / Double(n))

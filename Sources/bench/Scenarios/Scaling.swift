@@ -44,7 +44,8 @@ enum Scaling {
       if let cutOff {
         measured.insert(
           Row(
-            scenario: scenario, variant: nil, metric: "time", system: .operationQueue, n: n, runs: 0, unit: .seconds,
+            scenario: scenario, variant: nil, metric: "time", system: .operationQueue, n: n, runs: 0,
+            unit: .seconds,
             note: cutOff), at: 0)
       } else if let median = measured.first(where: { $0.system == .operationQueue })?.median {
         history.add(n: n, seconds: median)

@@ -1,0 +1,148 @@
+import Foundation
+
+/// Every scenario the bench knows, in the order a full run executes them.
+enum ScenarioName: String, CaseIterable, Sendable {
+  case independent
+  case latency
+  case chain
+  case fanIn = "fan-in"
+  case fanOut = "fan-out"
+  case dag
+  case cancel
+  case limitChange = "limit-change"
+  case memory
+  case adapter
+  case scaling
+
+  var summary: String {
+    switch self {
+    case .independent: "trivial ops, no dependencies: unlimited, max 4 and serial"
+    case .latency: "add→start latency on an idle queue (p50, p99)"
+    case .chain: "linear chain (4,000 ops; and 64,000 for ActorQueue alone)"
+    case .fanIn: "10,000 independent ops → 1 op that depends on all of them"
+    case .fanOut: "1 op → 10,000 ops that each depend on it"
+    case .dag: "random DAG: 100,000 ops, about 3 edges each, seeded"
+    case .cancel: "cancel 100,000 waiting ops in a suspended queue: time until all are terminal"
+    case .limitChange: "download manager: limit 3 → 10 → 5 under load; time until the limit is honoured"
+    case .memory: "resident memory per waiting op (100,000 in a suspended queue), a child process each"
+    case .adapter: "legacy Operation subclasses through OperationAdapter (not yet written)"
+    case .scaling: "chain and independent at N = 1k…256k: per-op cost against N (also: --scaling)"
+    }
+  }
+}
+
+/// The command line, parsed.
+struct Options: Sendable {
+  var runs = 5
+  var warmups = 1
+  var quick = false
+  var scenarios: [ScenarioName] = []  // empty: every scenario except scaling
+  var scaling = false
+  var jsonPath: String?
+  var svgPath: String?
+  /// Systems to run; empty: all (restricting them drops the ratios; for profiling one system).
+  var systems: [System] = []
+  /// Hidden: `--memory-child SYSTEM N` measures one system's memory and prints bytes/op.
+  var memoryChild: (system: System, count: Int)?
+
+  /// The scenarios to run, in order.
+  var selected: [ScenarioName] {
+    var chosen = scenarios.isEmpty ? ScenarioName.allCases.filter { $0 != .scaling } : scenarios
+    if (scaling || svgPath != nil) && !chosen.contains(.scaling) { chosen.append(.scaling) }
+    return ScenarioName.allCases.filter { chosen.contains($0) }
+  }
+
+  static let usage = """
+    USAGE: swift run -c release bench [options]
+
+    Compares ActorQueue with Foundation's OperationQueue and with the floor of Swift
+    concurrency itself (a bare TaskGroup, with a sliding window when the limit is finite;
+    a Task per op where there is no group to speak of). Systems are interleaved, one warm-up
+    round then several measured runs in one process; the median is quoted with min–max.
+
+    OPTIONS:
+      --runs N           measured runs per scenario (default 5; --quick: 3)
+      --warmups N        warm-up rounds before measuring (default 1)
+      --quick            smaller sizes and 3 runs: finishes in under a minute (for CI)
+      --scenario NAME    run only this scenario (repeatable, or comma-separated)
+      --scaling          also run the scaling curves (chain and independent at N = 1k…256k)
+      --json PATH        write every row as JSON
+      --svg PATH         write a log–log chart of the scaling curves (implies --scaling)
+      --system NAME      run only this system: oq, aq, floor (repeatable; for profiling)
+      -h, --help         show this help
+
+    SCENARIOS:
+    \(ScenarioName.allCases.map { "  " + $0.rawValue.padding(toLength: 15, withPad: " ", startingAt: 0) + $0.summary }.joined(separator: "\n"))
+
+    TIME BOUNDS: OperationQueue's dependency handling is quadratic on Linux. Where its run is
+    projected (from probe runs at doubling sizes) beyond 3 s per run (graphs; --quick: 1.5 s), it is
+    compared at the largest size that fits and its full-size row is marked "cut off"; the
+    chain at 4,000 (a goal's size) is always run. In --scaling it runs a size only while its
+    projected run time stays under 5 s (--quick: 1.5 s).
+
+    OUTPUT: a table on stdout (ratios: higher is better for ActorQueue; "vs OQ" is
+    OperationQueue's time / ActorQueue's, "vs floor" ActorQueue's throughput / the floor's),
+    then the goals with PASS/MISS. Progress goes to stderr.
+    """
+
+  /// Parses `arguments` (without the program name); exits with a message on a usage error.
+  static func parse(_ arguments: [String]) -> Options {
+    var options = Options()
+    var explicitRuns = false
+    var rest = arguments[...]
+    func value(for flag: String) -> String {
+      guard let next = rest.popFirst() else { fail("\(flag) needs a value") }
+      return next
+    }
+    func integer(for flag: String, atLeast minimum: Int) -> Int {
+      let text = value(for: flag)
+      guard let number = Int(text), number >= minimum else {
+        fail("\(flag): expected an integer ≥ \(minimum), got '\(text)'")
+      }
+      return number
+    }
+    while let argument = rest.popFirst() {
+      switch argument {
+      case "-h", "--help":
+        print(usage)
+        exit(0)
+      case "--runs":
+        options.runs = integer(for: argument, atLeast: 1)
+        explicitRuns = true
+      case "--warmups": options.warmups = integer(for: argument, atLeast: 0)
+      case "--quick": options.quick = true
+      case "--scaling": options.scaling = true
+      case "--json": options.jsonPath = value(for: argument)
+      case "--svg": options.svgPath = value(for: argument)
+      case "--scenario":
+        for name in value(for: argument).split(separator: ",") {
+          guard let scenario = ScenarioName(rawValue: String(name)) else {
+            fail(
+              "unknown scenario '\(name)'; one of: \(ScenarioName.allCases.map(\.rawValue).joined(separator: ", "))"
+            )
+          }
+          options.scenarios.append(scenario)
+        }
+      case "--system":
+        guard let system = System(rawValue: value(for: argument)) else {
+          fail("--system: one of \(System.allCases.map(\.flag).joined(separator: ", "))")
+        }
+        options.systems.append(system)
+      case "--memory-child":
+        guard let system = System(rawValue: value(for: argument)) else {
+          fail("--memory-child: unknown system")
+        }
+        options.memoryChild = (system, integer(for: argument, atLeast: 1))
+      default:
+        fail("unknown option '\(argument)' (see --help)")
+      }
+    }
+    if options.quick && !explicitRuns { options.runs = 3 }
+    return options
+  }
+
+  private static func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("bench: \(message)\n".utf8))
+    exit(2)
+  }
+}

@@ -1,0 +1,37 @@
+/// Problem sizes: the sizes, or smaller ones for `--quick` (CI, under a minute).
+struct Sizes: Sendable {
+  var independent = 100_000
+  var latencySamples = 2_000
+  var chain = 4_000
+  var longChain = 64_000
+  var fan = 10_000
+  var dag = 100_000
+  var dagEdgesPerOp = 3
+  var cancel = 100_000
+  var memory = 100_000
+  var transfers = 120
+  var scaling = [1_000, 4_000, 16_000, 64_000, 256_000]
+  /// OperationQueue runs a scaling size only while its run time, extrapolated from the
+  /// previous sizes, stays under this many seconds per run.
+  var scalingBoundSeconds = 5.0
+  /// The same bound for the graph scenarios (fan-out and the DAG are quadratic or worse for
+  /// OperationQueue on Linux): beyond it, OperationQueue is compared at the largest size that
+  /// fits, and cut off at the full size.
+  var graphBoundSeconds = 3.0
+
+  init(quick: Bool) {
+    guard quick else { return }
+    independent = 20_000
+    latencySamples = 300
+    chain = 2_000
+    longChain = 64_000
+    fan = 2_000
+    dag = 20_000
+    cancel = 20_000
+    memory = 50_000
+    transfers = 60
+    scaling = [1_000, 4_000, 16_000]
+    scalingBoundSeconds = 1.5
+    graphBoundSeconds = 1.5
+  }
+}

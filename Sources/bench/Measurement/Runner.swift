@@ -1,0 +1,71 @@
+import Foundation
+
+/// The systems compared.
+enum System: String, CaseIterable, Sendable, Codable {
+  case operationQueue = "OperationQueue"
+  case actorQueue = "ActorQueue"
+  case floor = "TaskGroup floor"
+  /// Legacy `Operation`s run through OperationAdapter (see Scenarios/Adapter.swift).
+  case adapter = "OperationAdapter"
+
+  /// The name used on the command line (memory child processes).
+  init?(rawValue: String) {
+    guard let system = Self.allCases.first(where: { $0.rawValue == rawValue || $0.flag == rawValue }) else {
+      return nil
+    }
+    self = system
+  }
+
+  var flag: String {
+    switch self {
+    case .operationQueue: "oq"
+    case .actorQueue: "aq"
+    case .floor: "floor"
+    case .adapter: "adapter"
+    }
+  }
+}
+
+/// One system's way to run one scenario once: returns one value per metric (seconds, or
+/// bytes for memory), `.nan` for a value that could not be measured in this run.
+struct Contender {
+  let system: System
+  let trial: () -> [Double]
+}
+
+/// Runs `contenders` interleaved: warm-up rounds, then measured rounds; each round runs every
+/// system once, starting with a different one each round so no system always goes first.
+/// Returns the samples per system, per metric.
+func runInterleaved(
+  _ label: String, _ contenders: [Contender], metrics: Int, options: Options
+) -> [System: [[Double]]] {
+  let contenders = contenders.filter { options.systems.isEmpty || options.systems.contains($0.system) }
+  guard !contenders.isEmpty else { return [:] }
+  var samples: [System: [[Double]]] = [:]
+  for contender in contenders { samples[contender.system] = Array(repeating: [], count: metrics) }
+  let rounds = options.warmups + options.runs
+  for round in 0..<rounds {
+    let warmUp = round < options.warmups
+    Progress.report(
+      "\(label): \(warmUp ? "warm-up" : "run \(round - options.warmups + 1)/\(options.runs)")")
+    for index in contenders.indices {
+      let contender = contenders[(index + round) % contenders.count]
+      let values = contender.trial()
+      precondition(
+        values.count == metrics, "Internal inconsistency: \(label) returned \(values.count) metrics")
+      guard !warmUp else { continue }
+      for metric in 0..<metrics { samples[contender.system]![metric].append(values[metric]) }
+    }
+  }
+  return samples
+}
+
+/// Progress lines on stderr, so that stdout stays the table.
+enum Progress {
+  private static let origin = now()
+
+  static func report(_ message: String) {
+    let elapsed = String(format: "%6.1f", secondsSince(origin))
+    FileHandle.standardError.write(Data("[\(elapsed)s] \(message)\n".utf8))
+  }
+}

@@ -34,11 +34,7 @@ for scenario in options.selected {
   case .limitChange: rows += LimitChange.run(options, sizes)
   case .memory: rows += Memory.run(options, sizes)
   case .adapter:
-    if AdapterScenario.isAvailable {
-      rows += AdapterScenario.run(options, sizes)
-    } else {
-      Progress.report("scenario adapter: skipped, OperationAdapter's scenario is not written yet")
-    }
+    rows += AdapterScenario.run(options, sizes)
   case .scaling: rows += Scaling.run(options, sizes)
   }
 }

@@ -8,6 +8,7 @@ struct Sizes: Sendable {
   var dag = 100_000
   var dagEdgesPerOp = 3
   var cancel = 100_000
+  var adapter = 10_000
   var memory = 100_000
   var transfers = 120
   var scaling = [1_000, 4_000, 16_000, 64_000, 256_000]
@@ -28,6 +29,7 @@ struct Sizes: Sendable {
     fan = 2_000
     dag = 20_000
     cancel = 20_000
+    adapter = 2_000
     memory = 50_000
     transfers = 60
     scaling = [1_000, 4_000, 16_000]

@@ -11,10 +11,13 @@ func checkGoals(_ rows: inout [Row], sizes: Sizes) -> [GoalCheck] {
   var checks: [GoalCheck] = []
 
   /// ActorQueue's row; among several, the first compared with OperationQueue.
-  func index(_ scenario: String, _ variant: String? = nil, metric: String = "time", n: Int? = nil) -> Int? {
+  func index(
+    _ scenario: String, _ variant: String? = nil, metric: String = "time", n: Int? = nil,
+    system: System = .actorQueue
+  ) -> Int? {
     let matching = rows.indices.filter {
       rows[$0].scenario == scenario && rows[$0].variant == variant && rows[$0].metric == metric
-        && rows[$0].system == .actorQueue && (n == nil || rows[$0].n == n)
+        && rows[$0].system == system && (n == nil || rows[$0].n == n)
     }
     return matching.first { rows[$0].versusOperationQueue != nil } ?? matching.first
   }
@@ -22,9 +25,9 @@ func checkGoals(_ rows: inout [Row], sizes: Sizes) -> [GoalCheck] {
   /// ActorQueue's ratio against OperationQueue (or the floor) at least `minimum`.
   func ratioGoal(
     _ goal: String, _ scenario: String, _ variant: String? = nil, metric: String = "time", n: Int? = nil,
-    versusFloor: Bool = false, atLeast minimum: Double, short: String
+    versusFloor: Bool = false, system: System = .actorQueue, atLeast minimum: Double, short: String
   ) {
-    guard let row = index(scenario, variant, metric: metric, n: n) else { return }
+    guard let row = index(scenario, variant, metric: metric, n: n, system: system) else { return }
     let ratio = versusFloor ? rows[row].versusFloor : rows[row].versusOperationQueue
     guard let ratio else { return }
     let pass = ratio >= minimum
@@ -52,6 +55,10 @@ func checkGoals(_ rows: inout [Row], sizes: Sizes) -> [GoalCheck] {
   ratioGoal("cancelling waiting ops ≥ 5x OperationQueue", "cancel", atLeast: 5, short: "≥5x OQ")
   ratioGoal(
     "memory per waiting op ≤ OperationQueue's", "memory", metric: "bytes/op", atLeast: 1, short: "≤ OQ")
+  // Issue 4: the adapter costs at most 2x OperationQueue per op (its speed ratio at least 0.5).
+  ratioGoal(
+    "adapter per-op cost ≤ 2x OperationQueue (unlimited)", "adapter", "unlimited", system: .adapter,
+    atLeast: 0.5, short: "≤2x OQ cost")
 
   // Linearity: the per-op cost of the long chain within 1.5x of the short chain's.
   if let short = index("chain", n: sizes.chain), let long = index("chain", n: sizes.longChain),

@@ -60,10 +60,10 @@ enum Engine {
 /// `Engine.lock`.
 final class Worker: @unchecked Sendable {
   /// The task; set just after it is created.
-  var task: Task<Void, Never>?  // guarded by Engine.lock
+  @exclusivity(unchecked) var task: Task<Void, Never>?  // guarded by Engine.lock
   /// The operation this worker runs was cancelled: the task is (or is about to be) cancelled,
   /// so the worker must not run another operation in it.
-  var cancelRequested = false  // guarded by Engine.lock
+  @exclusivity(unchecked) var cancelRequested = false  // guarded by Engine.lock
 }
 
 /// What a worker does after a step.
@@ -101,10 +101,10 @@ extension Engine {
           outcome = .failure(error)
         }
         streak &+= 1
-        // Every 256 operations in a row, give the thread away once: a queue of short
+        // Every 4,096 operations in a row, give the thread away once: a queue of short
         // operations must not monopolise a thread of the cooperative pool.
         action = operationEnded(
-          operation, with: outcome, in: queue, worker: worker, yieldAfter: streak % 256 == 0)
+          operation, with: outcome, in: queue, worker: worker, yieldAfter: streak % 4096 == 0)
       case .yieldThenContinue:
         await Task.yield()
         action = workerStarted(worker, for: queue)

@@ -27,7 +27,8 @@
 /// the mutex lives in its own allocation, so its address is stable, as pthreads require.
 package final class LockedValue<Value>: @unchecked Sendable {
   private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-  private var value: Value
+  /// Only reached under the mutex, so the runtime's exclusivity checks would only cost.
+  @exclusivity(unchecked) private var value: Value
 
   package init(_ value: Value) {
     mutex = .allocate(capacity: 1)

@@ -2,23 +2,23 @@
 /// while its operations still run (see ``ActorQueue``'s lifetime notes).
 ///
 /// `@unchecked Sendable`: the `let`s are immutable; every `var` is read and written only while
-/// holding `Engine.lock`.
+/// holding `Engine.lock` (hence `@exclusivity(unchecked)`, as in `AnyQueueOperation`).
 final class QueueCore: @unchecked Sendable {
   let name: String?
   let taskPriority: TaskPriority?
 
   /// The start rule: ready operations, slots, workers, limit, suspension.
-  var machine: SchedulerStateMachine<AnyQueueOperation>  // guarded by Engine.lock
+  @exclusivity(unchecked) var machine: SchedulerStateMachine<AnyQueueOperation>  // guarded by Engine.lock
   /// Unfinished operations by submission; `nil` where one has ended. Holes are compacted away
   /// when they outnumber the operations, so memory follows the unfinished operations.
-  private var submitted: [AnyQueueOperation?] = []  // guarded by Engine.lock
-  private var holes = 0  // guarded by Engine.lock
+  @exclusivity(unchecked) private var submitted: [AnyQueueOperation?] = []  // guarded by Engine.lock
+  @exclusivity(unchecked) private var holes = 0  // guarded by Engine.lock
   /// Tasks in `waitUntilAllOperationsAreFinished()`.
-  var allFinishedWaiters: [UnsafeContinuation<Void, Never>] = []  // guarded by Engine.lock
+  @exclusivity(unchecked) var allFinishedWaiters: [UnsafeContinuation<Void, Never>] = []  // guarded by Engine.lock
   /// The last barrier added; operations added after it wait for it while it is unfinished.
-  var barrier: AnyQueueOperation?  // guarded by Engine.lock
+  @exclusivity(unchecked) var barrier: AnyQueueOperation?  // guarded by Engine.lock
   /// Subscribers of `ActorQueue.events`.
-  var subscribers: [EventChannel<QueueEvent>] = []  // guarded by Engine.lock
+  @exclusivity(unchecked) var subscribers: [EventChannel<QueueEvent>] = []  // guarded by Engine.lock
 
   init(name: String?, limit: Int, taskPriority: TaskPriority?) {
     self.name = name

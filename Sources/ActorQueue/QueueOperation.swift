@@ -51,6 +51,11 @@ public class AnyQueueOperation: Hashable, @unchecked Sendable, CustomStringConve
   /// The body, type-erased so the worker's hot path runs no unspecialised generic code. Taken
   /// by the worker that claims the operation; released when the operation ends (P8).
   @exclusivity(unchecked) var body: (@Sendable () async throws -> any Sendable)?
+  /// For an operation whose work runs elsewhere and reports its end (``Engine/externalEnded``):
+  /// starts that work; called by the worker that claims it, which then moves on at once.
+  @exclusivity(unchecked) var externalStart: (@Sendable (@escaping @Sendable (Outcome) -> Void) -> Void)?
+  /// For such an operation: how `cancel()` reaches the work while it runs (there is no task).
+  @exclusivity(unchecked) var externalCancel: (@Sendable () -> Void)?
   /// The outcome once ended: the body's value, or the error (`CancellationError` when cancelled).
   @exclusivity(unchecked) var outcome: Outcome?
   /// `onCompletion` handlers, bound to the result type by `QueueOperation`.
@@ -258,6 +263,26 @@ public final class QueueOperation<Success: Sendable>: AnyQueueOperation, @unchec
   ) {
     super.init(name: name, priority: priority)
     self.body = { try await body() }
+  }
+
+  /// An operation whose work runs outside Swift concurrency (a thread, a callback API) and
+  /// reports its end through `complete`, exactly once, from any thread.
+  ///
+  /// Package-internal, for the OperationAdapter: no task waits while the work runs, so an
+  /// operation costs one hop to where its work runs instead of two. It holds its slot from
+  /// `start` until `complete`. `start` is called on a task of the queue's and must return
+  /// promptly; `cancel` is called, on the cancelling thread, if the operation is cancelled while
+  /// its work runs. Later calls of `complete` are ignored.
+  package init(
+    name: String? = nil, priority: OperationPriority = .normal,
+    start: @escaping @Sendable (_ complete: @escaping @Sendable (Result<Success, any Error>) -> Void) -> Void,
+    cancel: @escaping @Sendable () -> Void
+  ) {
+    super.init(name: name, priority: priority)
+    self.externalStart = { complete in
+      start { result in complete(result.map { $0 as any Sendable }) }
+    }
+    self.externalCancel = cancel
   }
 
   /// The body's value, once the operation has ended.

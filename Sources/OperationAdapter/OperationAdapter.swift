@@ -5,11 +5,12 @@ public import Foundation
 //
 // How a wrapped operation runs: the handle (a `QueueOperation<Op>`) waits in its ActorQueue
 // like any operation — without a slot while the legacy operation's Foundation dependencies are
-// unfinished (a gate operation on an internal queue stands for them) — and when it starts, its
-// body calls the legacy operation's `start()` on a serial dispatch queue of its own (an
+// unfinished (a gate operation on an internal queue stands for them) — and when it starts, the
+// legacy operation's `start()` is called on a serial dispatch queue of its own (an
 // overcommitting thread, not the Swift cooperative pool, which on Linux also serves
-// `OperationQueue`'s threads) and suspends, holding no thread, until Foundation records that the
-// operation finished. The slot is held exactly that long. See `Internal/LegacyRuntime.swift`.
+// `OperationQueue`'s threads). The handle is an externally completed operation: it holds its
+// slot, with no task waiting, until Foundation records that the operation finished, and the
+// thread that learns it ends the handle. Cancelling the handle calls the operation's cancel(). See `Internal/LegacyRuntime.swift`.
 
 extension ActorQueue {
   /// Adds a legacy `Operation` to this queue, unchanged, and returns its handle.
@@ -129,9 +130,12 @@ extension QueueOperation where Success: Operation {
 
   convenience init(preparing run: LegacyRun) {
     let operation = run.operation
-    self.init(name: operation.name, priority: OperationPriority(operation.queuePriority)) {
-      unsafeDowncast(try await run.execute(), to: Success.self)  // it is run.operation
-    }
+    self.init(
+      name: operation.name, priority: OperationPriority(operation.queuePriority),
+      start: { complete in
+        run.start { result in complete(result.map { unsafeDowncast($0, to: Success.self) }) }  // run.operation
+      },
+      cancel: { operation.cancel() })
     onCompletion { _ in run.handleEnded() }
     run.gate(self)
   }

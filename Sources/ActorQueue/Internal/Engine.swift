@@ -69,6 +69,8 @@ final class Worker: @unchecked Sendable {
 /// What a worker does after a step.
 enum WorkerAction: Sendable {
   case run(AnyQueueOperation, @Sendable () async throws -> any Sendable)
+  /// Start the work of an externally completed operation, then claim the next.
+  case start(AnyQueueOperation, @Sendable (@escaping @Sendable (Outcome) -> Void) -> Void)
   case yieldThenContinue
   case retire
 }
@@ -105,6 +107,9 @@ extension Engine {
         // operations must not monopolise a thread of the cooperative pool.
         action = operationEnded(
           operation, with: outcome, in: queue, worker: worker, yieldAfter: streak % 4096 == 0)
+      case .start(let operation, let start):
+        start { outcome in externalEnded(operation, with: outcome) }
+        action = claimNext(worker, for: queue)
       case .yieldThenContinue:
         await Task.yield()
         action = workerStarted(worker, for: queue)
@@ -113,6 +118,35 @@ extension Engine {
         locked { _, _ in worker.task = nil }
         return
       }
+    }
+  }
+
+  /// After starting an externally completed operation (whose slot stays taken), the worker
+  /// claims the next operation, or retires.
+  private static func claimNext(_ worker: Worker, for queue: QueueCore) -> WorkerAction {
+    locked { state, effects in
+      if worker.cancelRequested { return .retire }
+      return apply(queue.machine.claimNext(), worker: worker, queue: queue, &state, &effects)
+    }
+  }
+
+  /// The work of an externally completed operation ended (any thread; later calls ignored).
+  static func externalEnded(_ operation: AnyQueueOperation, with outcome: Outcome) {
+    locked { state, effects in
+      guard operation._state == .executing, operation.worker == nil, let queue = operation.queue else { return }
+      operation.outcome = outcome
+      operation.externalStart = nil
+      operation.externalCancel = nil
+      let terminal: OperationState
+      switch outcome {
+      case .success: terminal = .finished
+      case .failure(is CancellationError):
+        operation.cancelRequested = true
+        terminal = .cancelled
+      case .failure: terminal = .failed
+      }
+      if queue.machine.externalOperationEnded() { effects.spawnWorker(for: queue) }
+      terminate(operation, as: terminal, &state, &effects)
     }
   }
 
@@ -157,11 +191,16 @@ extension Engine {
   ) -> WorkerAction {
     if step.spawnWorker { effects.spawnWorker(for: queue) }
     guard let operation = step.run else { return .retire }
+    operation.readyStamp = nil
+    if let start = operation.externalStart {
+      // Runs elsewhere: no worker holds it (cancel() calls its `externalCancel`).
+      transition(operation, to: .executing, &state, &effects)
+      return .start(operation, start)
+    }
     guard let body = operation.body else {
       preconditionFailure("Internal inconsistency: \(operation.id) was claimed twice")
     }
     operation.worker = worker
-    operation.readyStamp = nil
     transition(operation, to: .executing, &state, &effects)
     return .run(operation, body)
   }

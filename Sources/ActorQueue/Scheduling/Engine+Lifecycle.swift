@@ -110,6 +110,8 @@ extension Engine {
     if let error {
       operation.outcome = .failure(error)
       operation.body = nil
+      operation.externalStart = nil
+      operation.externalCancel = nil
     }
 
     // Events: the subscriber streams end after the terminal state.
@@ -168,7 +170,11 @@ extension Engine {
     switch operation._state {
     case .executing, .paused:
       guard let worker = operation.worker else {
-        preconditionFailure("Internal inconsistency: \(operation.id) executes without a worker")
+        guard let externalCancel = operation.externalCancel else {
+          preconditionFailure("Internal inconsistency: \(operation.id) executes without a worker")
+        }
+        effects.complete(externalCancel)
+        return
       }
       if !worker.cancelRequested {
         worker.cancelRequested = true

@@ -110,6 +110,20 @@ struct SchedulerStateMachine<Element> {
     startingWorkers += 1
   }
 
+  /// A worker that started an externally completed operation (which keeps its slot) claims the
+  /// next ready operation, if a slot is free.
+  mutating func claimNext() -> WorkerStep {
+    claim()
+  }
+
+  /// An externally completed operation ended: its slot is free. Returns whether a worker must be
+  /// started for the operations waiting for it.
+  mutating func externalOperationEnded() -> Bool {
+    precondition(executing > 0, "Internal inconsistency: an operation ended that held no slot")
+    executing -= 1
+    return needsWorker()
+  }
+
   /// A starting worker retires without claiming (its task was cancelled). Returns whether a
   /// replacement must be started.
   mutating func workerRetired() -> Bool {

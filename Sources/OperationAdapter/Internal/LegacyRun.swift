@@ -6,10 +6,11 @@ import Foundation
 /// (which holds the queue's slot), or finished without a slot if the handle ends before it
 /// starts.
 ///
-/// States: `idle` until the body starts or the handle ends without starting; `starting` while
-/// the body checks the operation; `running` while it waits for the legacy operation; `done`
-/// once it has its outcome (or refused a misused operation); `abandoned` when the handle ended
-/// before the body started.
+/// States: `idle` until the handle starts it or ends without starting; `starting` while the
+/// handle checks the operation; `running` while the legacy operation runs (holding the slot,
+/// with no task waiting: the handle is an externally completed operation); `done` once it has
+/// its outcome (or refused a misused operation); `abandoned` when the handle ended before it
+/// started.
 ///
 /// Not generic over the operation's type: the handle's body downcasts the result instead, which
 /// spares a generic-metadata lookup on every access (8% of the adapter's time when it was).
@@ -22,7 +23,7 @@ final class LegacyRun: Sendable {
   private enum State {
     case idle
     case starting
-    case running(UnsafeContinuation<Outcome, Never>)
+    case running(@Sendable (Result<Operation, any Error>) -> Void)
     case done
     case abandoned
   }
@@ -71,9 +72,10 @@ final class LegacyRun: Sendable {
     }
   }
 
-  /// The handle's body: starts the legacy operation and waits, holding the slot, until it has
-  /// finished (or the timeout passed).
-  func execute() async throws -> Operation {
+  /// Starts the legacy operation for the handle, which holds its slot until `complete` is
+  /// called: once Foundation records the operation finished (its value: the operation, or
+  /// `CancellationError` if it was cancelled), or the timeout passed. No task waits meanwhile.
+  func start(complete: @escaping @Sendable (Result<Operation, any Error>) -> Void) {
     state.withLock { state in
       guard case .idle = state else {
         preconditionFailure("Internal inconsistency: a legacy operation was started twice")
@@ -83,49 +85,42 @@ final class LegacyRun: Sendable {
     // Legacy code may have started the operation since it was wrapped: leave it alone.
     if let misuse = LegacyRuntime.misuse(of: operation) {
       state.withLock { $0 = .done }
-      throw misuse
+      return complete(.failure(misuse))
+    }
+    state.withLock { state in
+      guard case .starting = state else {
+        preconditionFailure("Internal inconsistency: a legacy operation was started twice")
+      }
+      state = .running(complete)
     }
     let operation = self.operation
-    let outcome = await withTaskCancellationHandler {
-      await withUnsafeContinuation { (continuation: UnsafeContinuation<Outcome, Never>) in
-        state.withLock { state in
-          guard case .starting = state else {
-            preconditionFailure("Internal inconsistency: a legacy operation was started twice")
-          }
-          state = .running(continuation)
-        }
-        LegacyRuntime.whenFinished([operation]) { [self] in
-          release()
-          signal(.finished)
-        }
-        LegacyRuntime.start(operation)
-        if let timeout, let interval = timeout.dispatchInterval {
-          DispatchQueue.global().asyncAfter(deadline: .now() + interval) { [weak self] in
-            self?.signal(.timedOut)
-          }
-        }
-      }
-    } onCancel: {
-      operation.cancel()
+    LegacyRuntime.whenFinished([operation]) { [self] in
+      release()
+      signal(.finished)
     }
-    switch outcome {
-    case .timedOut:
-      operation.cancel()
-      throw OperationAdapterError.timedOut
-    case .finished:
-      if operation.isCancelled { throw CancellationError() }
-      return operation
+    LegacyRuntime.start(operation)
+    if let timeout, let interval = timeout.dispatchInterval {
+      DispatchQueue.global().asyncAfter(deadline: .now() + interval) { [weak self] in
+        self?.signal(.timedOut)
+      }
     }
   }
 
   /// The first outcome wins; later ones (the operation finishing after its timeout) are ignored.
   private func signal(_ outcome: Outcome) {
-    let continuation: UnsafeContinuation<Outcome, Never>? = state.withLock { state in
-      guard case .running(let continuation) = state else { return nil }
+    let complete: (@Sendable (Result<Operation, any Error>) -> Void)? = state.withLock { state in
+      guard case .running(let complete) = state else { return nil }
       state = .done
-      return continuation
+      return complete
     }
-    continuation?.resume(returning: outcome)
+    guard let complete else { return }
+    switch outcome {
+    case .timedOut:
+      operation.cancel()
+      complete(.failure(OperationAdapterError.timedOut))
+    case .finished:
+      complete(operation.isCancelled ? .failure(CancellationError()) : .success(operation))
+    }
   }
 
   /// The handle ended. If it never started the operation (cancelled while waiting, or an input

@@ -62,11 +62,11 @@ extension ActorQueue {
   ///   forever, exactly as it would keep an `OperationQueue` slot; use
   ///   ``addOperation(legacy:timeout:)`` to bound that.
   ///
-  /// Cost: about 16–20 µs per trivial operation in a release build on two Linux cores, 2.2–2.5
-  /// times running it in an `OperationQueue` directly (7–8 µs): a ``QueueOperation``, a
-  /// sentinel `Operation`, and two thread hops — to a thread of its own, so that a blocking
-  /// `main()` cannot stall Swift tasks, and back to the cooperative pool. A queue with a small
-  /// limit is bound by that round trip (about 35 µs per operation with limit 2).
+  /// Cost: about 16–19 µs per trivial operation in a release build on two Linux cores, 2.4–2.9
+  /// times running it in an `OperationQueue` directly (6–8 µs): a ``QueueOperation``, a
+  /// sentinel `Operation`, and a hop to a dispatch thread of its own, so that a blocking
+  /// `main()` cannot stall Swift tasks. No task waits while it runs. A queue with a small limit
+  /// is bound by that round trip (about 40 µs per operation with limit 2).
   ///
   /// - Throws: ``OperationAdapterError/alreadyFinished`` or
   ///   ``OperationAdapterError/alreadyExecuting`` if the operation has run or is running;

@@ -15,8 +15,10 @@ let package = Package(
     .target(name: "ActorQueue"),
     .target(name: "OperationAdapter", dependencies: ["ActorQueue"]),
     .executableTarget(name: "bench", dependencies: ["ActorQueue", "OperationAdapter"]),
-    .testTarget(name: "ActorQueueTests", dependencies: ["ActorQueue"]),
-    .testTarget(name: "OperationAdapterTests", dependencies: ["ActorQueue", "OperationAdapter"]),
+    // Gates, recorders and a bridge for Foundation's blocking waits, shared by both test targets.
+    .target(name: "TestSupport", dependencies: ["ActorQueue"], path: "Tests/TestSupport"),
+    .testTarget(name: "ActorQueueTests", dependencies: ["ActorQueue", "TestSupport"]),
+    .testTarget(name: "OperationAdapterTests", dependencies: ["ActorQueue", "OperationAdapter", "TestSupport"]),
   ]
 )
 

@@ -1,6 +1,7 @@
 import ActorQueue
 import Foundation
 import Testing
+import TestSupport
 
 /// A body that reports its start, waits until released, and records what it saw of its own
 /// cancellation.

@@ -1,6 +1,7 @@
 import ActorQueue
 import Foundation
 import Testing
+import TestSupport
 
 /// Something a completion handler captures, to check that the handler is released.
 private final class Captured: Sendable {

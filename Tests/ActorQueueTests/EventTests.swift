@@ -1,5 +1,6 @@
 import ActorQueue
 import Testing
+import TestSupport
 
 @Suite("Events", .timeLimit(.minutes(1)))
 struct EventTests {

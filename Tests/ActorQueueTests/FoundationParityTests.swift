@@ -1,6 +1,7 @@
 import ActorQueue
 import Foundation
 import Testing
+import TestSupport
 
 /// P2 and P3, each as one script run against OperationQueue and ActorQueue side by side, so
 /// what is the same and what differs is on record in one place.

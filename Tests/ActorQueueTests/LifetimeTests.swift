@@ -1,6 +1,7 @@
 @testable import ActorQueue
 import Foundation
 import Testing
+import TestSupport
 
 @Suite("Lifetime", .timeLimit(.minutes(1)))
 struct LifetimeTests {

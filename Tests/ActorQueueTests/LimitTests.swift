@@ -1,6 +1,7 @@
 import ActorQueue
 import Foundation
 import Testing
+import TestSupport
 
 /// Ops that block until released, each counted by a probe, for limit scripts.
 private struct GatedOps {

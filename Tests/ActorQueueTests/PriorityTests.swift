@@ -1,6 +1,7 @@
 import ActorQueue
 import Foundation
 import Testing
+import TestSupport
 
 @Suite("Priority", .timeLimit(.minutes(1)))
 struct PriorityTests {

@@ -1,5 +1,6 @@
 import ActorQueue
 import Testing
+import TestSupport
 
 @Suite("Stress", .timeLimit(.minutes(2)))
 struct StressTests {

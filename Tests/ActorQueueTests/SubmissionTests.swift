@@ -1,6 +1,7 @@
 import ActorQueue
 import Foundation
 import Testing
+import TestSupport
 
 /// Synchronous submission from a plain function: no `await` anywhere, so a UI callback or a
 /// delegate can do the same.

@@ -1,6 +1,7 @@
 import ActorQueue
 import Foundation
 import Testing
+import TestSupport
 
 @Suite("Suspension", .timeLimit(.minutes(1)))
 struct SuspensionTests {

@@ -1,6 +1,7 @@
 import ActorQueue
 import Foundation
 import Testing
+import TestSupport
 
 @Suite("Waiting", .timeLimit(.minutes(1)))
 struct WaitingTests {

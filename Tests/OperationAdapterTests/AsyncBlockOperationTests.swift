@@ -2,6 +2,7 @@ import ActorQueue
 import Foundation
 import OperationAdapter
 import Testing
+import TestSupport
 
 /// The reverse direction: async code as a Foundation Operation.
 @Suite struct AsyncBlockOperationTests {

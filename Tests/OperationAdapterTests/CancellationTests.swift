@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import OperationAdapter
 import Testing
+import TestSupport
 
 /// Cancellation both ways: ActorQueue -> legacy `cancel()`, and legacy cancellation -> the handle.
 @Suite struct CancellationTests {

@@ -2,6 +2,7 @@ import ActorQueue
 import Foundation
 import OperationAdapter
 import Testing
+import TestSupport
 
 /// Legacy Foundation dependencies, and dependencies across the bridge in both directions.
 @Suite struct DependencyTests {

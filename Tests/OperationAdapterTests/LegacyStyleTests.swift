@@ -2,6 +2,7 @@ import ActorQueue
 import Foundation
 import OperationAdapter
 import Testing
+import TestSupport
 
 /// One test per legacy style (operation-model.md §5): each runs the same subclass on an
 /// `OperationQueue` first, then through the adapter, and expects the same outcome.

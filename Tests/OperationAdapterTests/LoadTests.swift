@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import OperationAdapter
 import Testing
+import TestSupport
 
 /// Many legacy operations at once, and blocking main()s, without starving the cooperative pool.
 @Suite struct LoadTests {

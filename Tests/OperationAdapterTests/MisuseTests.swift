@@ -2,6 +2,7 @@ import ActorQueue
 import Foundation
 import OperationAdapter
 import Testing
+import TestSupport
 
 /// Misuse gets a typed error; a never-finishing operation can be bounded by a timeout.
 @Suite struct MisuseTests {

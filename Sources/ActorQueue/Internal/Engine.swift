@@ -130,21 +130,30 @@ extension Engine {
     }
   }
 
+  /// Stores the outcome of an operation whose work ran, releases its work, and returns the
+  /// terminal state it implies: `CancellationError` cancels (and marks it cancelled), another
+  /// error fails, a value finishes. Under the lock.
+  private static func record(_ outcome: Outcome, of operation: AnyQueueOperation) -> OperationState {
+    operation.outcome = outcome
+    operation.body = nil
+    operation.externalStart = nil
+    operation.externalCancel = nil
+    switch outcome {
+    case .success:
+      return .finished
+    case .failure(is CancellationError):
+      operation.cancelRequested = true
+      return .cancelled
+    case .failure:
+      return .failed
+    }
+  }
+
   /// The work of an externally completed operation ended (any thread; later calls ignored).
   static func externalEnded(_ operation: AnyQueueOperation, with outcome: Outcome) {
     locked { state, effects in
       guard operation._state == .executing, operation.worker == nil, let queue = operation.queue else { return }
-      operation.outcome = outcome
-      operation.externalStart = nil
-      operation.externalCancel = nil
-      let terminal: OperationState
-      switch outcome {
-      case .success: terminal = .finished
-      case .failure(is CancellationError):
-        operation.cancelRequested = true
-        terminal = .cancelled
-      case .failure: terminal = .failed
-      }
+      let terminal = record(outcome, of: operation)
       if queue.machine.externalOperationEnded() { effects.spawnWorker(for: queue) }
       terminate(operation, as: terminal, &state, &effects)
     }
@@ -163,16 +172,7 @@ extension Engine {
     yieldAfter: Bool
   ) -> WorkerAction {
     locked { state, effects in
-      operation.outcome = outcome
-      operation.body = nil
-      let terminal: OperationState
-      switch outcome {
-      case .success: terminal = .finished
-      case .failure(is CancellationError):
-        operation.cancelRequested = true
-        terminal = .cancelled
-      case .failure: terminal = .failed
-      }
+      let terminal = record(outcome, of: operation)
       operation.worker = nil
       queue.machine.operationEnded()
       terminate(operation, as: terminal, &state, &effects)

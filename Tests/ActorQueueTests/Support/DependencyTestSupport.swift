@@ -1,5 +1,6 @@
 import ActorQueue
 import Dispatch
+import TestSupport
 
 /// An error a test body throws on purpose; `code` tells one thrower from another.
 struct TestError: Error, Equatable {

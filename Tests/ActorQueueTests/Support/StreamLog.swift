@@ -1,5 +1,6 @@
 @testable import ActorQueue
 import Testing
+import TestSupport
 
 /// Consumes an `AsyncStream` in a task of its own and records every element, so a test can
 /// wait until the record says something happened (instead of sleeping) and then check the

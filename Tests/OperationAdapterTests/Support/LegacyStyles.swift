@@ -10,6 +10,7 @@
 import Dispatch
 import Foundation
 import ActorQueue
+import TestSupport
 
 /// Whether the calling code runs inside a Swift task (a blocking main() must not).
 func insideSwiftTask() -> Bool { withUnsafeCurrentTask { $0 != nil } }

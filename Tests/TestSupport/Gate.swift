@@ -1,20 +1,22 @@
-// A copy of Tests/ActorQueueTests/Support (test targets cannot share sources).
 import ActorQueue
+
+// Test support shared by the package's test targets: gates, counters and recorders that
+// order concurrent code without sleeping.
 
 /// A one-shot barrier for ordering concurrent code in tests without sleeping.
 ///
 /// `wait()` suspends until `open()` is called (or returns at once if it already was). Any
 /// number of tasks may wait; opening twice is harmless.
-final class Gate: Sendable {
+package final class Gate: Sendable {
   private struct State {
     var isOpen = false
     var waiters: [CheckedContinuation<Void, Never>] = []
   }
   private let state = LockedValue(State())
 
-  init() {}
+  package init() {}
 
-  func open() {
+  package func open() {
     let waiters = state.withLock { state in
       state.isOpen = true
       defer { state.waiters = [] }
@@ -23,9 +25,9 @@ final class Gate: Sendable {
     for waiter in waiters { waiter.resume() }
   }
 
-  var isOpen: Bool { state.withLock { $0.isOpen } }
+  package var isOpen: Bool { state.withLock { $0.isOpen } }
 
-  func wait() async {
+  package func wait() async {
     await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
       let open = state.withLock { state in
         if state.isOpen { return true }
@@ -38,16 +40,16 @@ final class Gate: Sendable {
 }
 
 /// Counts up to a target and opens a gate when it gets there: "wait until n things happened".
-final class CountdownGate: Sendable {
+package final class CountdownGate: Sendable {
   private let remaining: LockedValue<Int>
   private let gate = Gate()
 
-  init(count: Int) {
+  package init(count: Int) {
     remaining = LockedValue(count)
     if count <= 0 { gate.open() }
   }
 
-  func signal() {
+  package func signal() {
     let reached = remaining.withLock { remaining in
       remaining -= 1
       return remaining == 0
@@ -55,29 +57,29 @@ final class CountdownGate: Sendable {
     if reached { gate.open() }
   }
 
-  func wait() async { await gate.wait() }
+  package func wait() async { await gate.wait() }
 }
 
 /// A thread-safe recorder of values, in the order they were appended.
-final class Recorder<Value: Sendable>: Sendable {
+package final class Recorder<Value: Sendable>: Sendable {
   private let values = LockedValue<[Value]>([])
 
-  init() {}
+  package init() {}
 
-  func append(_ value: Value) { values.withLock { $0.append(value) } }
+  package func append(_ value: Value) { values.withLock { $0.append(value) } }
 
-  var snapshot: [Value] { values.withLock { $0 } }
+  package var snapshot: [Value] { values.withLock { $0 } }
 }
 
 /// Tracks how many bodies run at once and the maximum ever seen.
-final class ConcurrencyProbe: Sendable {
+package final class ConcurrencyProbe: Sendable {
   private let counts = LockedValue<(current: Int, maximum: Int)>((0, 0))
 
-  init() {}
+  package init() {}
 
-  func enter() { counts.withLock { $0.current += 1; $0.maximum = max($0.maximum, $0.current) } }
-  func leave() { counts.withLock { $0.current -= 1 } }
+  package func enter() { counts.withLock { $0.current += 1; $0.maximum = max($0.maximum, $0.current) } }
+  package func leave() { counts.withLock { $0.current -= 1 } }
 
-  var current: Int { counts.withLock { $0.current } }
-  var maximum: Int { counts.withLock { $0.maximum } }
+  package var current: Int { counts.withLock { $0.current } }
+  package var maximum: Int { counts.withLock { $0.maximum } }
 }

@@ -29,18 +29,17 @@ enum LegacyRuntime {
   ///
   /// Why not a shared `OperationQueue`: on Linux its threads come from Dispatch's global
   /// concurrent pool, which the Swift cooperative executor shares; two blocking `main()`s on a
-  /// two-core machine stall every Swift task for about a second, eight for six (measured). A
-  /// serial dispatch queue of its own is served by an overcommitting thread instead (reused,
-  /// cheap: about 5 µs per operation), so a blocking `main()` blocks only that thread.
+  /// two-core machine stall every Swift task for about a second, eight for six (measured). The
+  /// adapter's own threads (``LegacyThreads``) overcommit instead, so a blocking `main()`
+  /// blocks only its thread.
   ///
   /// A ready operation gets `start()` called directly, as Foundation documents for running an
   /// operation yourself. One that is not ready (a dependency added after it was wrapped, or an
-  /// overridden `isReady`) goes to a one-off `OperationQueue` running on that serial queue,
-  /// which starts it when Foundation says it is ready.
+  /// overridden `isReady`) goes to a one-off `OperationQueue` running on a serial dispatch queue
+  /// of its own (an overcommitting thread), which starts it when Foundation says it is ready.
   static func start(_ operation: Operation) {
-    let thread = DispatchQueue(label: "OperationAdapter.legacy", qos: operation.qualityOfService.dispatchQoS)
     if operation.isReady {
-      thread.async {
+      LegacyThreads.shared.run {
         operation.start()
         #if !canImport(Darwin)
           // What OperationQueue does on Linux after start() returns: an operation that became
@@ -49,6 +48,7 @@ enum LegacyRuntime {
         #endif
       }
     } else {
+      let thread = DispatchQueue(label: "OperationAdapter.legacy", qos: operation.qualityOfService.dispatchQoS)
       let queue = OperationQueue()
       queue.name = "OperationAdapter.legacy (waiting until ready)"
       queue.underlyingQueue = thread

@@ -6,20 +6,21 @@ public import Foundation
 // How a wrapped operation runs: the handle (a `QueueOperation<Op>`) waits in its ActorQueue
 // like any operation — without a slot while the legacy operation's Foundation dependencies are
 // unfinished (a gate operation on an internal queue stands for them) — and when it starts, the
-// legacy operation's `start()` is called on a serial dispatch queue of its own (an
-// overcommitting thread, not the Swift cooperative pool, which on Linux also serves
+// legacy operation's `start()` is called on one of the adapter's own overcommitting threads
+// (`Internal/LegacyThreads.swift`; not the Swift cooperative pool, which on Linux also serves
 // `OperationQueue`'s threads). The handle is an externally completed operation: it holds its
 // slot, with no task waiting, until Foundation records that the operation finished, and the
-// thread that learns it ends the handle. Cancelling the handle calls the operation's cancel(). See `Internal/LegacyRuntime.swift`.
+// thread that learns it ends the handle. Cancelling the handle calls the operation's
+// `cancel()`. See `Internal/LegacyRuntime.swift`.
 
 extension ActorQueue {
   /// Adds a legacy `Operation` to this queue, unchanged, and returns its handle.
   ///
   /// The operation occupies one slot of this queue while it executes and obeys the queue's
   /// limit, suspension, priority (its `queuePriority` at this call) and cancellation. Its
-  /// `start()` (and so its `main()`) runs on a thread of its own (from Dispatch's
-  /// overcommitting pool), never on a Swift cooperative thread, so a blocking `main()` is fine:
-  /// it blocks only that thread. (A default `OperationQueue` on Linux would run it on Dispatch's
+  /// `start()` (and so its `main()`) runs on one of the adapter's own threads, never on a
+  /// Swift cooperative thread, so a blocking `main()` is fine: it blocks only that thread (the
+  /// adapter adds a thread when waiting work sees no progress for 2 ms, up to 256). (A default `OperationQueue` on Linux would run it on Dispatch's
   /// global pool, which the Swift cooperative executor shares: two blocked `main()`s on two
   /// cores stall every Swift task for about a second.) The queue's limit bounds how many such
   /// threads block at once. Any legacy style works: a synchronous
@@ -62,11 +63,11 @@ extension ActorQueue {
   ///   forever, exactly as it would keep an `OperationQueue` slot; use
   ///   ``addOperation(legacy:timeout:)`` to bound that.
   ///
-  /// Cost: about 16–19 µs per trivial operation in a release build on two Linux cores, 2.4–2.9
-  /// times running it in an `OperationQueue` directly (6–8 µs): a ``QueueOperation``, a
-  /// sentinel `Operation`, and a hop to a dispatch thread of its own, so that a blocking
+  /// Cost: about 10–13 µs per trivial operation in a release build on two Linux cores, 1.8–1.9
+  /// times running it in an `OperationQueue` directly (6–7 µs): a ``QueueOperation``, a
+  /// sentinel `Operation`, and a hop to one of the adapter's threads, so that a blocking
   /// `main()` cannot stall Swift tasks. No task waits while it runs. A queue with a small limit
-  /// is bound by that round trip (about 40 µs per operation with limit 2).
+  /// is bound by the round trip of each operation (about 40 µs per operation with limit 2).
   ///
   /// - Throws: ``OperationAdapterError/alreadyFinished`` or
   ///   ``OperationAdapterError/alreadyExecuting`` if the operation has run or is running;

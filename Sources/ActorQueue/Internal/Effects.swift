@@ -11,7 +11,7 @@ struct Effects {
   private var resumptions: [@Sendable () -> Void]?
   private var completions: [@Sendable () -> Void]?
   private var waiters: [UnsafeContinuation<Void, Never>]?
-  private var cancellations: [Task<Void, Never>]?
+  private var cancellations: [Worker]?
 
   /// Start one worker task for `queue`.
   mutating func spawnWorker(for queue: QueueCore) {
@@ -40,8 +40,8 @@ struct Effects {
   }
 
   /// Cancel a worker task (its operation's body sees `Task.isCancelled`).
-  mutating func cancel(_ task: Task<Void, Never>) {
-    cancellations.append(task)
+  mutating func cancel(_ worker: Worker) {
+    cancellations.append(worker)
   }
 
   /// Performs everything, in this order: workers are started first so the queue keeps moving
@@ -53,7 +53,7 @@ struct Effects {
     if let resumptions { for resumption in resumptions { resumption() } }
     if let completions { for completion in completions { completion() } }
     if let waiters { for waiter in waiters { waiter.resume() } }
-    if let cancellations { for task in cancellations { task.cancel() } }
+    if let cancellations { for worker in cancellations { worker.cancelTask() } }
   }
 }
 

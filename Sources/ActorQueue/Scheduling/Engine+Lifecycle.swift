@@ -178,7 +178,7 @@ extension Engine {
       }
       if !worker.cancelRequested {
         worker.cancelRequested = true
-        if let task = worker.task { effects.cancel(task) }
+        effects.cancel(worker)
       }
     case .pending, .ready:
       terminate(operation, as: .cancelled, error: Engine.cancellation, &state, &effects)

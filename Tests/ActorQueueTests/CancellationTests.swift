@@ -358,3 +358,30 @@ struct CancellationTests {
     #expect(recorder.snapshot == [2, 0, 3, 5])
   }
 }
+
+/// An operation added to an idle queue is claimed for its new worker at once (before that
+/// worker's task runs); cancelling it in that window must still reach its body's task, and
+/// every run ends in exactly one consistent state.
+@Suite struct ImmediateCancellationTests {
+  @Test func cancellingRightAfterAddingToAnIdleQueueReachesTheBody() async {
+    for _ in 0..<200 {
+      let queue = ActorQueue()
+      let operation = queue.addOperation { () async throws -> Bool in
+        try Task.checkCancellation()
+        return true
+      }
+      operation.cancel()
+      let result = await operation.result
+      // The body may have returned before its task was cancelled (then the operation finished,
+      // with or without isCancelled, as documented); otherwise its task saw the cancellation,
+      // however early the task started.
+      switch result {
+      case .success(let ran):
+        #expect(ran && operation.state == .finished)
+      case .failure(let error):
+        #expect(error is CancellationError)
+        #expect(operation.state == .cancelled && operation.isCancelled)
+      }
+    }
+  }
+}

@@ -7,15 +7,21 @@
 /// costs no allocation and no reference counting (five empty arrays measured 10% of a worker's
 /// time per operation in retain/release alone).
 struct Effects {
-  private var spawns: [QueueCore]?
+  private var spawns: [(QueueCore, Worker, WorkerAction?)]?
   private var resumptions: [@Sendable () -> Void]?
   private var completions: [@Sendable () -> Void]?
   private var waiters: [UnsafeContinuation<Void, Never>]?
   private var cancellations: [Worker]?
 
-  /// Start one worker task for `queue`.
+  /// Start one worker task for `queue`, which claims its first operation itself.
   mutating func spawnWorker(for queue: QueueCore) {
-    spawns.append(queue)
+    spawns.append((queue, Worker(), nil))
+  }
+
+  /// Start `worker`'s task for `queue` with its first step decided already (an operation
+  /// claimed for it under the lock), so the new task runs it without taking the lock first.
+  mutating func spawnWorker(_ worker: Worker, for queue: QueueCore, first: WorkerAction) {
+    spawns.append((queue, worker, first))
   }
 
   /// Hand `element` to an event consumer waiting for it.
@@ -49,7 +55,7 @@ struct Effects {
   /// handlers run before waiters wake, so a task that awaited an operation finds its handlers
   /// already run.
   consuming func perform() {
-    if let spawns { for queue in spawns { Engine.spawnWorker(for: queue) } }
+    if let spawns { for (queue, worker, first) in spawns { Engine.spawnWorker(worker, for: queue, first: first) } }
     if let resumptions { for resumption in resumptions { resumption() } }
     if let completions { for completion in completions { completion() } }
     if let waiters { for waiter in waiters { waiter.resume() } }

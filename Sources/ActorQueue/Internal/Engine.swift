@@ -115,16 +115,15 @@ extension Engine {
   // MARK: Workers
 
   /// Starts a worker task for `queue` (an effect: called outside the lock).
-  static func spawnWorker(for queue: QueueCore) {
-    let worker = Worker()
+  static func spawnWorker(_ worker: Worker, for queue: QueueCore, first: WorkerAction?) {
     let task = Task.detached(priority: queue.taskPriority) {
-      await runWorker(worker, for: queue)
+      await runWorker(worker, for: queue, first: first)
     }
     worker.attach(task)
   }
 
-  private static func runWorker(_ worker: Worker, for queue: QueueCore) async {
-    var action = workerStarted(worker, for: queue)
+  private static func runWorker(_ worker: Worker, for queue: QueueCore, first: WorkerAction?) async {
+    var action = first ?? workerStarted(worker, for: queue)
     var streak: UInt = 0
     while true {
       switch action {
@@ -189,6 +188,16 @@ extension Engine {
       if queue.machine.externalOperationEnded() { effects.spawnWorker(for: queue) }
       terminate(operation, as: terminal, &state, &effects)
     }
+  }
+
+  /// A worker must be started for `queue` (the machine counted it as starting): it is created
+  /// with the next operation claimed for it here, under the lock, so that the add→start path
+  /// of an idle queue takes the lock once on each side and the new task starts with the body.
+  static func spawnClaimingWorker(for queue: QueueCore, _ state: inout State, _ effects: inout Effects) {
+    let worker = Worker()
+    let first = apply(queue.machine.workerStarted(), worker: worker, queue: queue, &state, &effects)
+    if case .retire = first { return }
+    effects.spawnWorker(worker, for: queue, first: first)
   }
 
   private static func workerStarted(_ worker: Worker, for queue: QueueCore) -> WorkerAction {

@@ -74,7 +74,15 @@ extension Engine {
     let (stamp, spawn) = queue.machine.makeReady(
       operation, order: operation.order, priority: operation.priority)
     operation.readyStamp = stamp
-    if spawn { effects.spawnWorker(for: queue) }
+    guard spawn else { return }
+    if queue.machine.executing == 0 {
+      // An idle queue: the new worker starts with this operation claimed (latency).
+      spawnClaimingWorker(for: queue, &state, &effects)
+    } else {
+      // A busy one: the new worker claims when it runs, and until then counts as the one
+      // worker starting, so a burst of additions starts one task, not one per operation.
+      effects.spawnWorker(for: queue)
+    }
   }
 
   // MARK: The end

@@ -18,15 +18,17 @@ let package = Package(
     // Gates, recorders and a bridge for Foundation's blocking waits, shared by both test targets.
     .target(name: "TestSupport", dependencies: ["ActorQueue"], path: "Tests/TestSupport"),
     .testTarget(name: "ActorQueueTests", dependencies: ["ActorQueue", "TestSupport"]),
-    .testTarget(name: "OperationAdapterTests", dependencies: ["ActorQueue", "OperationAdapter", "TestSupport"]),
+    .testTarget(
+      name: "OperationAdapterTests", dependencies: ["ActorQueue", "OperationAdapter", "TestSupport"]),
   ]
 )
 
 // Every target: Swift 6 language mode (complete strict concurrency) and the same settings.
 for target in package.targets {
-  target.swiftSettings = (target.swiftSettings ?? []) + [
-    .swiftLanguageMode(.v6),
-    .enableUpcomingFeature("ExistentialAny"),
-    .enableUpcomingFeature("InternalImportsByDefault"),
-  ]
+  target.swiftSettings =
+    (target.swiftSettings ?? []) + [
+      .swiftLanguageMode(.v6),
+      .enableUpcomingFeature("ExistentialAny"),
+      .enableUpcomingFeature("InternalImportsByDefault"),
+    ]
 }

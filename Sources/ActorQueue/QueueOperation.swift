@@ -1,3 +1,6 @@
+/// An operation's outcome, type-erased: the body's value, or the error it ended with.
+typealias Outcome = Result<any Sendable, any Error>
+
 /// A unit of work and the handle to its outcome, without its result type.
 ///
 /// The counterpart of Foundation's `Operation`, with these differences:
@@ -13,9 +16,6 @@
 ///
 /// `@unchecked Sendable`: the `let`s are immutable; every `var` below is read and written only
 /// while holding `Engine.lock` (the typed result of ``QueueOperation`` likewise).
-/// An operation's outcome, type-erased: the body's value, or the error it ended with.
-typealias Outcome = Result<any Sendable, any Error>
-
 public class AnyQueueOperation: Hashable, @unchecked Sendable, CustomStringConvertible {
   /// Unique in the process; also the identifier used in ``QueueEvent``s.
   public let id = OperationID()
@@ -159,7 +159,9 @@ public class AnyQueueOperation: Hashable, @unchecked Sendable, CustomStringConve
   /// dependency again can only make its requirement stricter.
   ///
   /// - Throws: as ``addDependency(_:)``.
-  public func addDependency(_ operation: AnyQueueOperation, requiring requirement: DependencyRequirement) throws {
+  public func addDependency(_ operation: AnyQueueOperation, requiring requirement: DependencyRequirement)
+    throws
+  {
     let kind: DependencyEdge.Kind = requirement == .success ? .success : .completion
     try Engine.lockedThrowing { (state, effects) throws(ActorQueueError) in
       try Engine.addDependency(operation, to: self, kind: kind, &state, &effects)

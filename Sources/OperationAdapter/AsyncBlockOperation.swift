@@ -1,5 +1,5 @@
-public import Foundation
 import ActorQueue
+public import Foundation
 
 /// A Foundation `Operation` that runs an `async` closure: the way to put new async code into
 /// an existing `OperationQueue` (or behind a legacy dependency) while migrating.

@@ -134,7 +134,8 @@ extension QueueOperation where Success: Operation {
     self.init(
       name: operation.name, priority: OperationPriority(operation.queuePriority),
       start: { complete in
-        run.start { result in complete(result.map { unsafeDowncast($0, to: Success.self) }) }  // run.operation
+        // The value is `run.operation`, which is a `Success`.
+        run.start { result in complete(result.map { unsafeDowncast($0, to: Success.self) }) }
       },
       cancel: { operation.cancel() })
     onCompletion { _ in run.handleEnded() }
@@ -146,7 +147,8 @@ extension OperationPriority {
   /// The priority with the same raw value as Foundation's (they are equal by design); values
   /// Foundation would not produce map to the nearest lower priority.
   init(_ priority: Operation.QueuePriority) {
-    self = OperationPriority(rawValue: priority.rawValue)
+    self =
+      OperationPriority(rawValue: priority.rawValue)
       ?? OperationPriority.allCases.last { $0.rawValue <= priority.rawValue } ?? .veryLow
   }
 }

@@ -1,7 +1,7 @@
 import ActorQueue
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// A body that reports its start, waits until released, and records what it saw of its own
 /// cancellation.
@@ -25,7 +25,9 @@ private final class CancellableBody: Sendable {
 
 @Suite("Cancellation", .timeLimit(.minutes(1)))
 struct CancellationTests {
-  @Test("A cancelled waiting op ends at once: its body never runs, value throws, handlers and waiters run, no slot is used (P2)")
+  @Test(
+    "A cancelled waiting op ends at once: its body never runs, value throws, handlers and waiters run, no slot is used (P2)"
+  )
   func cancelWaitingOp() async throws {
     let queue = ActorQueue(maxConcurrentOperationCount: 1)
     let log = StreamLog(queue.events)
@@ -65,7 +67,8 @@ struct CancellationTests {
     #expect(states(of: victim, in: events) == [.ready, .cancelled])
     #expect(startOrder(in: events) == [blocker.id, next.id])
     // The cancellation happened while the blocker held the only slot.
-    #expect(events.first { $0.operationID == victim.id && $0.operationState == .cancelled }?.executingCount == 1)
+    #expect(
+      events.first { $0.operationID == victim.id && $0.operationState == .cancelled }?.executingCount == 1)
   }
 
   @Test("OperationQueue: a cancelled waiting op stays queued until its turn; its body never runs (P2)")
@@ -160,7 +163,8 @@ struct CancellationTests {
     case throwsCancellation, throwsOtherError, returnsValue
   }
 
-  @Test("A cancelled executing op ends by its body: CancellationError -> .cancelled, error -> .failed, value -> .finished; isCancelled in all",
+  @Test(
+    "A cancelled executing op ends by its body: CancellationError -> .cancelled, error -> .failed, value -> .finished; isCancelled in all",
     arguments: Ending.allCases)
   func cancelledExecutingOutcomes(ending: Ending) async throws {
     let queue = ActorQueue()
@@ -211,7 +215,9 @@ struct CancellationTests {
     #expect(operation.isCancelled)
   }
 
-  @Test("cancelAllOperations: waiting ops end at once, executing ones get their tasks cancelled, ended ones are untouched")
+  @Test(
+    "cancelAllOperations: waiting ops end at once, executing ones get their tasks cancelled, ended ones are untouched"
+  )
   func cancelAll() async throws {
     let queue = ActorQueue(maxConcurrentOperationCount: 2)
     let done = queue.addOperation(name: "done") { 1 }
@@ -341,7 +347,8 @@ struct CancellationTests {
     #expect(!next.isCancelled)
   }
 
-  @Test("Cancelling a waiting op after changing its priority withdraws it cleanly; the others still run in order")
+  @Test(
+    "Cancelling a waiting op after changing its priority withdraws it cleanly; the others still run in order")
   func cancelAfterReprioritising() async {
     let queue = ActorQueue(maxConcurrentOperationCount: 1)
     queue.isSuspended = true

@@ -1,7 +1,7 @@
 import ActorQueue
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// Something a completion handler captures, to check that the handler is released.
 private final class Captured: Sendable {
@@ -11,9 +11,12 @@ private final class Captured: Sendable {
 
 @Suite("Completion", .timeLimit(.minutes(1)))
 struct CompletionTests {
-  enum Outcome: String, CaseIterable, Sendable { case finished, failed, cancelledWhileWaiting, cancelledWhileExecuting }
+  enum Outcome: String, CaseIterable, Sendable {
+    case finished, failed, cancelledWhileWaiting, cancelledWhileExecuting
+  }
 
-  @Test("onCompletion runs exactly once, with the outcome, for every way an op ends", arguments: Outcome.allCases)
+  @Test(
+    "onCompletion runs exactly once, with the outcome, for every way an op ends", arguments: Outcome.allCases)
   func exactlyOnce(outcome: Outcome) async throws {
     let queue = ActorQueue(maxConcurrentOperationCount: 1)
     let blocker = Gate()
@@ -155,7 +158,9 @@ struct CompletionTests {
     #expect(await eventually { weakRan.isFreed })
   }
 
-  @Test("OperationQueue: a completionBlock capturing its op keeps it alive until the block is cleared (P8, for the record)")
+  @Test(
+    "OperationQueue: a completionBlock capturing its op keeps it alive until the block is cleared (P8, for the record)"
+  )
   func completionBlockCycleFoundation() async {
     let weak: WeakReference<BlockOperation>
     do {

@@ -1,7 +1,7 @@
 import ActorQueue
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// Multi-block operations, barriers and the main-actor queue (issue 3, points 5–7).
 @Suite struct MultiBlockOperationTests {

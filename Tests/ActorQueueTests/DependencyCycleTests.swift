@@ -1,7 +1,7 @@
 import ActorQueue
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// Cycle detection (P5): issue 3, point 2. A refused edge leaves the graph exactly as it was.
 @Suite("Dependency cycles")

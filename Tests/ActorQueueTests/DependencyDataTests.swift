@@ -1,7 +1,7 @@
 import ActorQueue
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// Typed data dependencies, `addOperation(after:…)` (P6): issue 3, point 3.
 @Suite("Typed data dependencies")

@@ -1,7 +1,7 @@
 import ActorQueue
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// Ordering dependencies (`addDependency`, `removeDependency`, `dependencies`): issue 3, point 1.
 @Suite("Ordering dependencies")

@@ -1,6 +1,6 @@
 import ActorQueue
-import Testing
 import TestSupport
+import Testing
 
 /// The failure policy for ordering dependencies, `addDependency(_:requiring: .success)`:
 /// issue 3, point 4. It must behave as a typed input does (point 3), while staying removable.

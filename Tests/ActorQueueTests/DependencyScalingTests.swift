@@ -1,6 +1,6 @@
 import ActorQueue
-import Testing
 import TestSupport
+import Testing
 
 /// Linear scheduling (P10): issue 3, point 8. Structural tests, no timing: long graphs built in
 /// order complete, in order, and the deep paths (a cycle check over the whole chain, a failure

@@ -1,7 +1,7 @@
 import ActorQueue
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// Field scenarios 4 and 6 (spec/operation-model.md §4), each also built with OperationQueue.
 @Suite("Dependency scenarios")

@@ -1,6 +1,6 @@
 import ActorQueue
-import Testing
 import TestSupport
+import Testing
 
 @Suite("Events", .timeLimit(.minutes(1)))
 struct EventTests {
@@ -72,7 +72,8 @@ struct EventTests {
 
   // MARK: Queue events
 
-  @Test("queue.events: every transition of every op with id, name and state; queue changes with counts and limit")
+  @Test(
+    "queue.events: every transition of every op with id, name and state; queue changes with counts and limit")
   func queueEventsContent() async throws {
     let queue = ActorQueue(name: "events", maxConcurrentOperationCount: 2)
     let log = StreamLog(queue.events)
@@ -86,22 +87,24 @@ struct EventTests {
     log.stop()
     #expect(events.allSatisfy { $0.queueName == "events" })
     let kinds = events.map(\.kind)
-    #expect(Array(kinds.prefix(5)) == [
-      .suspended,
-      .operation(id: a.id, name: "a", state: .ready),
-      .operation(id: b.id, name: "b", state: .ready),
-      .limitChanged(1),
-      .resumed,
-    ])
+    #expect(
+      Array(kinds.prefix(5)) == [
+        .suspended,
+        .operation(id: a.id, name: "a", state: .ready),
+        .operation(id: b.id, name: "b", state: .ready),
+        .limitChanged(1),
+        .resumed,
+      ])
     #expect(events[0].maxConcurrentOperationCount == 2)
     #expect(events[3].maxConcurrentOperationCount == 1)
     #expect(events.prefix(5).allSatisfy { $0.executingCount == 0 })
-    #expect(Array(kinds.dropFirst(5)) == [
-      .operation(id: a.id, name: "a", state: .executing),
-      .operation(id: a.id, name: "a", state: .finished),
-      .operation(id: b.id, name: "b", state: .executing),
-      .operation(id: b.id, name: "b", state: .finished),
-    ])
+    #expect(
+      Array(kinds.dropFirst(5)) == [
+        .operation(id: a.id, name: "a", state: .executing),
+        .operation(id: a.id, name: "a", state: .finished),
+        .operation(id: b.id, name: "b", state: .executing),
+        .operation(id: b.id, name: "b", state: .finished),
+      ])
     #expect(events.dropFirst(5).map(\.executingCount) == [1, 0, 1, 0])
     #expect(zip(events, events.dropFirst()).allSatisfy { $0.sequence < $1.sequence })
     #expect(events[5].operationID == a.id && events[5].operationState == .executing)
@@ -231,9 +234,10 @@ struct EventTests {
     for index in 0..<5 { queue.maxConcurrentOperationCount = 100 + index }
     var second: [QueueEvent] = []
     for _ in 0..<4 { if let event = await iterator.next() { second.append(event) } }
-    #expect(second.map(\.kind) == [
-      .eventsDropped(count: 2), .limitChanged(102), .limitChanged(103), .limitChanged(104),
-    ])
+    #expect(
+      second.map(\.kind) == [
+        .eventsDropped(count: 2), .limitChanged(102), .limitChanged(103), .limitChanged(104),
+      ])
     // Accounting: kept + dropped == produced.
     let dropped = (received + second).reduce(0) { total, event in
       if case .eventsDropped(let count) = event.kind { total + count } else { total }
@@ -259,7 +263,8 @@ struct EventTests {
     #expect(received.dropFirst().map(\.sequence) == all.suffix(5).map(\.sequence))
   }
 
-  @Test("A subscriber that goes away is dropped by the queue at its next event (nothing is buffered for nobody)")
+  @Test(
+    "A subscriber that goes away is dropped by the queue at its next event (nothing is buffered for nobody)")
   func abandonedQueueSubscriberIsDropped() async {
     let queue = ActorQueue()
     #expect(queueSubscriberCount(of: queue) == 0)

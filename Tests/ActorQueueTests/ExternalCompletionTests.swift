@@ -1,6 +1,6 @@
 import ActorQueue
-import Testing
 import TestSupport
+import Testing
 
 /// Operations whose work runs outside Swift concurrency and reports its end through a callback
 /// (the package-internal mechanism the OperationAdapter runs legacy operations on).

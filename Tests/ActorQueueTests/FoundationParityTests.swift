@@ -1,7 +1,7 @@
 import ActorQueue
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// P2 and P3, each as one script run against OperationQueue and ActorQueue side by side, so
 /// what is the same and what differs is on record in one place.
@@ -180,7 +180,9 @@ struct FoundationParityTests {
       runningAtLaterStarts: laterStarts.snapshot, maximumRunning: probe.maximum)
   }
 
-  @Test("P3 side by side: raising starts waiting ops at once; lowering governs every later start; running ops are not interrupted")
+  @Test(
+    "P3 side by side: raising starts waiting ops at once; lowering governs every later start; running ops are not interrupted"
+  )
   func p3SideBySide() async {
     let foundation = await Self.limitScriptFoundation()
     let actorQueue = await Self.limitScriptActorQueue()

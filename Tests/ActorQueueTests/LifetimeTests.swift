@@ -1,7 +1,8 @@
-@testable import ActorQueue
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
+@testable import ActorQueue
 
 @Suite("Lifetime", .timeLimit(.minutes(1)))
 struct LifetimeTests {
@@ -114,7 +115,9 @@ struct LifetimeTests {
     #expect(operation.state == .cancelled)
   }
 
-  @Test("OperationQueue: a suspended queue released by its owner leaves its waiting ops unfinished forever (the leak ActorQueue closes)")
+  @Test(
+    "OperationQueue: a suspended queue released by its owner leaves its waiting ops unfinished forever (the leak ActorQueue closes)"
+  )
   func releasedSuspendedQueueFoundation() async {
     let runs = Counter()
     let operation = BlockOperation { runs.increment() }

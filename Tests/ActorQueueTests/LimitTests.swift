@@ -1,7 +1,7 @@
 import ActorQueue
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// Ops that block until released, each counted by a probe, for limit scripts.
 private struct GatedOps {
@@ -149,7 +149,9 @@ struct LimitTests {
     }
   }
 
-  @Test("Lowering the limit governs every later start at once: executing never exceeds the new limit after the change (P3)")
+  @Test(
+    "Lowering the limit governs every later start at once: executing never exceeds the new limit after the change (P3)"
+  )
   func loweringGovernsLaterStarts() async {
     let queue = ActorQueue(maxConcurrentOperationCount: 3)
     let log = StreamLog(queue.events)

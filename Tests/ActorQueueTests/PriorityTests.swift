@@ -1,7 +1,7 @@
 import ActorQueue
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 @Suite("Priority", .timeLimit(.minutes(1)))
 struct PriorityTests {
@@ -131,7 +131,9 @@ struct PriorityTests {
     queue.isSuspended = true
     let recorder = Recorder<String>()
     var operations: [Operation] = []
-    for (name, priority) in [("a", Operation.QueuePriority.normal), ("b", .normal), ("c", .normal), ("d", .veryHigh)] {
+    for (name, priority) in [
+      ("a", Operation.QueuePriority.normal), ("b", .normal), ("c", .normal), ("d", .veryHigh),
+    ] {
       let operation = BlockOperation { recorder.append(name) }
       operation.queuePriority = priority
       operations.append(operation)
@@ -173,11 +175,12 @@ struct PriorityTests {
     var operations: [AnyQueueOperation] = []
     for index in 0..<40 {
       let priority = OperationPriority.allCases[index % 5]
-      operations.append(queue.addOperation(priority: priority) {
-        probe.enter()
-        await Task.yield()
-        probe.leave()
-      })
+      operations.append(
+        queue.addOperation(priority: priority) {
+          probe.enter()
+          await Task.yield()
+          probe.leave()
+        })
     }
     queue.isSuspended = false
     await queue.waitUntilAllOperationsAreFinished()
@@ -191,7 +194,9 @@ struct PriorityTests {
     #expect(firstTwo.isSubset(of: veryHigh))
   }
 
-  @Test("Many cancellations and priority changes among many waiting ops: the survivors run by priority, then submission")
+  @Test(
+    "Many cancellations and priority changes among many waiting ops: the survivors run by priority, then submission"
+  )
   func manyWithdrawalsKeepOrder() async {
     var random = SeededGenerator(seed: 7)
     let queue = ActorQueue(maxConcurrentOperationCount: 1)

@@ -1,5 +1,6 @@
-@testable import ActorQueue
 import Testing
+
+@testable import ActorQueue
 
 /// The start rule as a value: these tests run no task.
 @Suite struct SchedulerStateMachineTests {

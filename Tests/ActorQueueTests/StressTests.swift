@@ -1,6 +1,6 @@
 import ActorQueue
-import Testing
 import TestSupport
+import Testing
 
 @Suite("Stress", .timeLimit(.minutes(2)))
 struct StressTests {
@@ -46,7 +46,9 @@ struct StressTests {
         #expect(previous == .executing, "\(id) \(state) from \(String(describing: previous))")
         executing -= 1
       case .cancelled:
-        #expect(previous == .ready || previous == .executing, "\(id) cancelled from \(String(describing: previous))")
+        #expect(
+          previous == .ready || previous == .executing, "\(id) cancelled from \(String(describing: previous))"
+        )
         if previous == .executing { executing -= 1 } else { ready.removeAll { $0.id == id } }
       case .pending, .paused:
         Issue.record("unexpected state \(state) for \(id)")
@@ -62,7 +64,9 @@ struct StressTests {
     #expect(operations.allSatisfy { stateOf[$0.id] == $0.state })
   }
 
-  @Test("2,000 ops, random priorities and cancels, limit 3: the trace obeys every rule", arguments: [1 as UInt64, 2, 3])
+  @Test(
+    "2,000 ops, random priorities and cancels, limit 3: the trace obeys every rule",
+    arguments: [1 as UInt64, 2, 3])
   func randomScript(seed: UInt64) async {
     var random = SeededGenerator(seed: seed)
     let limit = 3
@@ -157,7 +161,9 @@ struct StressTests {
     var terminal: [OperationID: Int] = [:]
     for event in events {
       #expect(event.executingCount <= event.maxConcurrentOperationCount || event.operationState != .executing)
-      if let id = event.operationID, event.operationState?.isTerminal == true { terminal[id, default: 0] += 1 }
+      if let id = event.operationID, event.operationState?.isTerminal == true {
+        terminal[id, default: 0] += 1
+      }
     }
     #expect(operations.allSatisfy { terminal[$0.id] == 1 })
     #expect(zip(events, events.dropFirst()).allSatisfy { $0.sequence < $1.sequence })

@@ -1,11 +1,13 @@
 import ActorQueue
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// Synchronous submission from a plain function: no `await` anywhere, so a UI callback or a
 /// delegate can do the same.
-private func submitInOrder(_ count: Int, to queue: ActorQueue, recording recorder: Recorder<Int>) -> [QueueOperation<Int>] {
+private func submitInOrder(_ count: Int, to queue: ActorQueue, recording recorder: Recorder<Int>)
+  -> [QueueOperation<Int>]
+{
   (0..<count).map { index in
     queue.addOperation(name: "op\(index)") {
       recorder.append(index)

@@ -1,7 +1,7 @@
 import ActorQueue
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 @Suite("Suspension", .timeLimit(.minutes(1)))
 struct SuspensionTests {
@@ -72,7 +72,8 @@ struct SuspensionTests {
     #expect(events[suspended].executingCount == 1)
     // Between suspension and resumption nothing started.
     #expect(!events[suspended...resumed].contains { $0.operationState == .executing })
-    #expect(events[(resumed + 1)...].contains { $0.operationID == second.id && $0.operationState == .executing })
+    #expect(
+      events[(resumed + 1)...].contains { $0.operationID == second.id && $0.operationState == .executing })
   }
 
   @Test("Setting isSuspended to its current value changes nothing and emits nothing")
@@ -139,7 +140,8 @@ struct SuspensionTests {
     #expect(runs.value == 0)
   }
 
-  @Test("A queue built suspended with limit 2 runs the batch after resume, at most 2 at once (field scenario 6)")
+  @Test(
+    "A queue built suspended with limit 2 runs the batch after resume, at most 2 at once (field scenario 6)")
   func suspendedBatch() async {
     let queue = ActorQueue(maxConcurrentOperationCount: 2)
     queue.isSuspended = true

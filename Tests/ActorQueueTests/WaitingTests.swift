@@ -1,7 +1,7 @@
 import ActorQueue
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 @Suite("Waiting", .timeLimit(.minutes(1)))
 struct WaitingTests {
@@ -53,7 +53,8 @@ struct WaitingTests {
 
   enum Wait: String, CaseIterable, Sendable { case value, result, waitUntilFinished }
 
-  @Test("A waiter being cancelled does not end its wait nor cancel the op (like Task.value)",
+  @Test(
+    "A waiter being cancelled does not end its wait nor cancel the op (like Task.value)",
     arguments: Wait.allCases)
   func waiterCancellationDoesNotEndWait(wait: Wait) async throws {
     let queue = ActorQueue()

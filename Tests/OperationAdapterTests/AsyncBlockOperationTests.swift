@@ -1,8 +1,8 @@
 import ActorQueue
 import Foundation
 import OperationAdapter
-import Testing
 import TestSupport
+import Testing
 
 /// The reverse direction: async code as a Foundation Operation.
 @Suite struct AsyncBlockOperationTests {
@@ -82,12 +82,17 @@ import TestSupport
 
     let started = Gate()
     let sawCancellation = LockedValue(false)
-    let cancellable = try queue.addOperation(legacy: AsyncBlockOperation {
-      started.open()
-      let cancelled = Gate()
-      await withTaskCancellationHandler { await cancelled.wait() } onCancel: { cancelled.open() }
-      sawCancellation.withLock { $0 = Task.isCancelled }
-    })
+    let cancellable = try queue.addOperation(
+      legacy: AsyncBlockOperation {
+        started.open()
+        let cancelled = Gate()
+        await withTaskCancellationHandler {
+          await cancelled.wait()
+        } onCancel: {
+          cancelled.open()
+        }
+        sawCancellation.withLock { $0 = Task.isCancelled }
+      })
     await started.wait()
     cancellable.cancel()
     await cancellable.waitUntilFinished()

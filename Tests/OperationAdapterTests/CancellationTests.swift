@@ -2,8 +2,8 @@ import ActorQueue
 import Dispatch
 import Foundation
 import OperationAdapter
-import Testing
 import TestSupport
+import Testing
 
 /// Cancellation both ways: ActorQueue -> legacy `cancel()`, and legacy cancellation -> the handle.
 @Suite struct CancellationTests {
@@ -90,7 +90,9 @@ import TestSupport
     let started = Gate()
     let operation = AsyncFetchOperation { done in
       started.open()
-      Task { await release.wait(); done("late") }
+      Task {
+        await release.wait(); done("late")
+      }
     }
     let queue = ActorQueue()
     let handle = try queue.addOperation(legacy: operation)

@@ -1,8 +1,8 @@
 import ActorQueue
 import Foundation
 import OperationAdapter
-import Testing
 import TestSupport
+import Testing
 
 /// Legacy Foundation dependencies, and dependencies across the bridge in both directions.
 @Suite struct DependencyTests {
@@ -20,7 +20,8 @@ import TestSupport
   @Test func aLegacyChainOnALimitOneQueueAddedInReverseOrderDoesNotDeadlock() async throws {
     let count = 50
     let referenceOrder = Recorder<Int>()
-    await runOnOperationQueue(makeChain(count, into: referenceOrder).reversed(), maxConcurrentOperationCount: 1)
+    await runOnOperationQueue(
+      makeChain(count, into: referenceOrder).reversed(), maxConcurrentOperationCount: 1)
     #expect(referenceOrder.snapshot == Array(0..<count))
 
     let order = Recorder<Int>()

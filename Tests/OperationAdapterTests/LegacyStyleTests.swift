@@ -1,8 +1,8 @@
 import ActorQueue
 import Foundation
 import OperationAdapter
-import Testing
 import TestSupport
+import Testing
 
 /// One test per legacy style (operation-model.md §5): each runs the same subclass on an
 /// `OperationQueue` first, then through the adapter, and expects the same outcome.
@@ -31,7 +31,9 @@ import TestSupport
     func makeOperation() -> AsyncFetchOperation {
       AsyncFetchOperation { done in
         fetchStarted.open()
-        Task { await release.wait(); done("payload") }
+        Task {
+          await release.wait(); done("payload")
+        }
       }
     }
 
@@ -50,10 +52,13 @@ import TestSupport
     let release2 = Gate()
     let fetchStarted2 = Gate()
     let queue = ActorQueue(maxConcurrentOperationCount: 1)
-    let handle = try queue.addOperation(legacy: AsyncFetchOperation { done in
-      fetchStarted2.open()
-      Task { await release2.wait(); done("payload") }
-    })
+    let handle = try queue.addOperation(
+      legacy: AsyncFetchOperation { done in
+        fetchStarted2.open()
+        Task {
+          await release2.wait(); done("payload")
+        }
+      })
     let follower = queue.addOperation { 1 }
     await fetchStarted2.wait()
     // The legacy operation returned from start() but has not finished: it keeps its slot.
@@ -271,7 +276,8 @@ final class CompletionHijackingOperation: Operation, @unchecked Sendable {  // n
     let queue = ActorQueue()
     let immediate = try (0..<200).map { _ in try queue.addOperation(legacy: BlockOperation {}) }
     let later = try (0..<200).map { _ in
-      try queue.addOperation(legacy: AsyncFetchOperation { done in DispatchQueue.global().async { done("") } })
+      try queue.addOperation(
+        legacy: AsyncFetchOperation { done in DispatchQueue.global().async { done("") } })
     }
     for handle in immediate { _ = try await handle.value }
     for handle in later { _ = try await handle.value }

@@ -2,8 +2,8 @@ import ActorQueue
 import Dispatch
 import Foundation
 import OperationAdapter
-import Testing
 import TestSupport
+import Testing
 
 /// Many legacy operations at once, and blocking main()s, without starving the cooperative pool.
 @Suite struct LoadTests {
@@ -16,10 +16,11 @@ import TestSupport
     let clock = ContinuousClock()
     let start = clock.now
     let handles = try (0..<count).map { _ in
-      try queue.addOperation(legacy: AsyncFetchOperation { done in
-        callbacks.withLock { $0.append(done) }
-        allStarted.signal()
-      })
+      try queue.addOperation(
+        legacy: AsyncFetchOperation { done in
+          callbacks.withLock { $0.append(done) }
+          allStarted.signal()
+        })
     }
     await allStarted.wait()
     // All 6,000 are executing at once, each handle suspended (no thread held) in its slot.

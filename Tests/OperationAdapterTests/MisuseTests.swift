@@ -1,8 +1,8 @@
 import ActorQueue
 import Foundation
 import OperationAdapter
-import Testing
 import TestSupport
+import Testing
 
 /// Misuse gets a typed error; a never-finishing operation can be bounded by a timeout.
 @Suite struct MisuseTests {
@@ -20,7 +20,9 @@ import TestSupport
     let started = Gate()
     let operation = AsyncFetchOperation { done in
       started.open()
-      Task { await release.wait(); done("x") }
+      Task {
+        await release.wait(); done("x")
+      }
     }
     operation.start()  // legacy code starting it by hand
     await started.wait()
@@ -79,7 +81,9 @@ extension MisuseTests {
     let started = Gate()
     let operation = AsyncFetchOperation { done in
       started.open()
-      Task { await release.wait(); done("by legacy code") }
+      Task {
+        await release.wait(); done("by legacy code")
+      }
     }
     let queue = ActorQueue()
     queue.isSuspended = true

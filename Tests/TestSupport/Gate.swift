@@ -77,7 +77,11 @@ package final class ConcurrencyProbe: Sendable {
 
   package init() {}
 
-  package func enter() { counts.withLock { $0.current += 1; $0.maximum = max($0.maximum, $0.current) } }
+  package func enter() {
+    counts.withLock {
+      $0.current += 1; $0.maximum = max($0.maximum, $0.current)
+    }
+  }
   package func leave() { counts.withLock { $0.current -= 1 } }
 
   package var current: Int { counts.withLock { $0.current } }

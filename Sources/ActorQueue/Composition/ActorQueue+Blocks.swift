@@ -44,7 +44,8 @@ extension ActorQueue {
 
 /// Runs `blocks` as child tasks of one group; their values in the order of `blocks`. The first
 /// error cancels the remaining blocks and is rethrown once they have ended.
-func runConcurrently<Value: Sendable>(_ blocks: [@Sendable () async throws -> Value]) async throws -> [Value] {
+func runConcurrently<Value: Sendable>(_ blocks: [@Sendable () async throws -> Value]) async throws -> [Value]
+{
   try await withThrowingTaskGroup(of: (Int, Value).self) { group in
     for (index, block) in blocks.enumerated() {
       group.addTask { (index, try await block()) }

@@ -126,7 +126,8 @@ extension Engine {
     _ dependency: AnyQueueOperation, _ dependent: AnyQueueOperation
   ) -> Bool {
     if dependency === dependent { return true }
-    if dependency._state.isTerminal || dependent.dependentEdges.isEmpty || dependency.dependencyEdges.isEmpty {
+    if dependency._state.isTerminal || dependent.dependentEdges.isEmpty || dependency.dependencyEdges.isEmpty
+    {
       return false
     }
     var visited: Set<ObjectIdentifier> = [ObjectIdentifier(dependent)]

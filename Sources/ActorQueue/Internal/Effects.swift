@@ -55,7 +55,9 @@ struct Effects {
   /// handlers run before waiters wake, so a task that awaited an operation finds its handlers
   /// already run.
   consuming func perform() {
-    if let spawns { for (queue, worker, first) in spawns { Engine.spawnWorker(worker, for: queue, first: first) } }
+    if let spawns {
+      for (queue, worker, first) in spawns { Engine.spawnWorker(worker, for: queue, first: first) }
+    }
     if let resumptions { for resumption in resumptions { resumption() } }
     if let completions { for completion in completions { completion() } }
     if let waiters { for waiter in waiters { waiter.resume() } }

@@ -186,7 +186,9 @@ extension Engine {
   /// The work of an externally completed operation ended (any thread; later calls ignored).
   static func externalEnded(_ operation: AnyQueueOperation, with outcome: Outcome) {
     locked { state, effects in
-      guard operation._state == .executing, operation.worker == nil, let queue = operation.queue else { return }
+      guard operation._state == .executing, operation.worker == nil, let queue = operation.queue else {
+        return
+      }
       let terminal = record(outcome, of: operation)
       if queue.machine.externalOperationEnded() { effects.spawnWorker(for: queue) }
       terminate(operation, as: terminal, &state, &effects)

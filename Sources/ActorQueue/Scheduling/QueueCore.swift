@@ -13,8 +13,8 @@ final class QueueCore: @unchecked Sendable {
   /// when they outnumber the operations, so memory follows the unfinished operations.
   @exclusivity(unchecked) private var submitted: [AnyQueueOperation?] = []  // guarded by Engine.lock
   @exclusivity(unchecked) private var holes = 0  // guarded by Engine.lock
-  /// Tasks in `waitUntilAllOperationsAreFinished()`.
-  @exclusivity(unchecked) var allFinishedWaiters: [UnsafeContinuation<Void, Never>] = []  // guarded by Engine.lock
+  /// Tasks in `waitUntilAllOperationsAreFinished()`. Guarded by Engine.lock.
+  @exclusivity(unchecked) var allFinishedWaiters: [UnsafeContinuation<Void, Never>] = []
   /// The last barrier added; operations added after it wait for it while it is unfinished.
   @exclusivity(unchecked) var barrier: AnyQueueOperation?  // guarded by Engine.lock
   /// Subscribers of `ActorQueue.events`.

@@ -44,7 +44,8 @@ final class LegacyRun: Sendable {
   deinit { release() }
 
   /// A run for `operation`, or the misuse that forbids it.
-  static func prepare(_ operation: Operation, timeout: Duration?) -> Result<LegacyRun, OperationAdapterError> {
+  static func prepare(_ operation: Operation, timeout: Duration?) -> Result<LegacyRun, OperationAdapterError>
+  {
     if let misuse = LegacyRuntime.misuse(of: operation) { return .failure(misuse) }
     guard LegacyRuntime.register(operation) else { return .failure(.alreadyAdded) }
     return .success(LegacyRun(operation: operation, timeout: timeout))
@@ -56,7 +57,8 @@ final class LegacyRun: Sendable {
     let unfinished = operation.dependencies.filter { !$0.isFinished }
     guard !unfinished.isEmpty else { return }
     let gate = QueueOperation<Void>(
-      name: "legacy dependencies of \(handle.name ?? "\(type(of: operation))")", priority: handle.queuePriority
+      name: "legacy dependencies of \(handle.name ?? "\(type(of: operation))")",
+      priority: handle.queuePriority
     ) {}
     do {
       try handle.addDependency(gate)

@@ -1,7 +1,7 @@
 import ActorQueue
-import Synchronization
 import Dispatch
 import Foundation
+import Synchronization
 
 /// Foundation's side of the adapter: how legacy operations are started, how their end is
 /// learned, and the record of the legacy operations the adapter holds.
@@ -48,7 +48,8 @@ enum LegacyRuntime {
         #endif
       }
     } else {
-      let thread = DispatchQueue(label: "OperationAdapter.legacy", qos: operation.qualityOfService.dispatchQoS)
+      let thread = DispatchQueue(
+        label: "OperationAdapter.legacy", qos: operation.qualityOfService.dispatchQoS)
       let queue = OperationQueue()
       queue.name = "OperationAdapter.legacy (waiting until ready)"
       queue.underlyingQueue = thread

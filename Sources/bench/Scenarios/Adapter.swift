@@ -46,7 +46,8 @@ enum AdapterScenario {
   static func adapter(n: Int, limit: Int?) -> Double {
     blocking {
       let counter = Counter()
-      let queue = ActorQueue(maxConcurrentOperationCount: limit ?? ActorQueue.defaultMaxConcurrentOperationCount)
+      let queue = ActorQueue(
+        maxConcurrentOperationCount: limit ?? ActorQueue.defaultMaxConcurrentOperationCount)
       let operations = (0..<n).map { _ in BlockOperation { counter.increment() } }
       let start = now()
       for operation in operations {

@@ -1,6 +1,7 @@
-@testable import ActorQueue
-import Testing
 import TestSupport
+import Testing
+
+@testable import ActorQueue
 
 /// Consumes an `AsyncStream` in a task of its own and records every element, so a test can
 /// wait until the record says something happened (instead of sleeping) and then check the
@@ -9,7 +10,8 @@ final class StreamLog<Element: Sendable>: Sendable {
   private struct State {
     var elements: [Element] = []
     var isFinished = false
-    var waiters: [(condition: @Sendable ([Element]) -> Bool, continuation: CheckedContinuation<[Element], Never>)] = []
+    var waiters:
+      [(condition: @Sendable ([Element]) -> Bool, continuation: CheckedContinuation<[Element], Never>)] = []
   }
 
   private final class Storage: Sendable {
@@ -85,7 +87,9 @@ extension StreamLog where Element == QueueEvent {
   @discardableResult
   func waitForEnd(of operation: AnyQueueOperation) async -> [QueueEvent] {
     let id = operation.id
-    return await wait(until: { $0.contains { $0.operationID == id && ($0.operationState?.isTerminal ?? false) } })
+    return await wait(until: {
+      $0.contains { $0.operationID == id && ($0.operationState?.isTerminal ?? false) }
+    })
   }
 
   /// Waits until every operation in `operations` has reached a terminal state in this trace.
@@ -93,10 +97,11 @@ extension StreamLog where Element == QueueEvent {
   func waitForEnd(of operations: [AnyQueueOperation]) async -> [QueueEvent] {
     let ids = Set(operations.map(\.id))
     return await wait(until: { events in
-      let ended = Set(events.compactMap { event -> OperationID? in
-        guard let id = event.operationID, event.operationState?.isTerminal == true else { return nil }
-        return id
-      })
+      let ended = Set(
+        events.compactMap { event -> OperationID? in
+          guard let id = event.operationID, event.operationState?.isTerminal == true else { return nil }
+          return id
+        })
       return ids.isSubset(of: ended)
     })
   }

@@ -1,3 +1,4 @@
+import ActorQueue
 // Legacy Operation subclasses written the way the field writes them (operation-model.md §5).
 // They are deliberately *not* modernised: unsynchronised flags where the articles have them,
 // KVO by string keys, semaphores in main(). The adapter must run them unchanged.
@@ -9,7 +10,6 @@
 // ordered by Foundation's internal locks; the others are behind a lock.
 import Dispatch
 import Foundation
-import ActorQueue
 import TestSupport
 
 /// Whether the calling code runs inside a Swift task (a blocking main() must not).

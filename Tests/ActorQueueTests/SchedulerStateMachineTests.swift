@@ -6,6 +6,19 @@ import Testing
 @Suite struct SchedulerStateMachineTests {
   typealias Machine = SchedulerStateMachine<String>
 
+  /// One worker runs every operation it can claim, one after another, ending each at once;
+  /// returns them in the order they ran.
+  private func runToCompletion(_ machine: inout Machine) -> [String] {
+    var ran: [String] = []
+    var step = machine.workerStarted()
+    while let operation = step.run {
+      ran.append(operation)
+      machine.operationEnded()
+      step = machine.workerStarted()
+    }
+    return ran
+  }
+
   /// Starts a worker and lets it claim; returns what it claimed.
   private func startWorker(_ machine: inout Machine) -> String? {
     machine.workerStarted().run
@@ -48,13 +61,7 @@ import Testing
     _ = machine.makeReady("normal2", order: 4, priority: .normal)
     _ = machine.makeReady("veryLow", order: 5, priority: .veryLow)
     _ = machine.makeReady("high", order: 6, priority: .high)
-    var ran: [String] = []
-    var step = machine.workerStarted()
-    while let operation = step.run {
-      ran.append(operation)
-      machine.operationEnded()
-      step = machine.workerStarted()
-    }
+    let ran = runToCompletion(&machine)
     #expect(ran == ["veryHigh", "high", "normal1", "normal2", "low", "veryLow"])
   }
 
@@ -66,13 +73,7 @@ import Testing
     _ = machine.makeReady("third", order: 3, priority: .normal)
     _ = machine.makeReady("first", order: 1, priority: .normal)
     _ = machine.setSuspended(false)
-    var ran: [String] = []
-    var step = machine.workerStarted()
-    while let operation = step.run {
-      ran.append(operation)
-      machine.operationEnded()
-      step = machine.workerStarted()
-    }
+    let ran = runToCompletion(&machine)
     #expect(ran == ["first", "second", "third"])
   }
 
@@ -109,13 +110,7 @@ import Testing
     for (stamp, index) in stamps where index % 10 != 0 { machine.withdraw(stamp: stamp, priority: .normal) }
     #expect(machine.readyCount == 100)
     _ = machine.setSuspended(false)
-    var ran: [String] = []
-    var step = machine.workerStarted()
-    while let operation = step.run {
-      ran.append(operation)
-      machine.operationEnded()
-      step = machine.workerStarted()
-    }
+    let ran = runToCompletion(&machine)
     #expect(ran == stride(from: 0, to: 1_000, by: 10).map { "op\($0)" })
   }
 

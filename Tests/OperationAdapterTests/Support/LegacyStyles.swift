@@ -240,13 +240,19 @@ final class CallbackWrapperOperation: Operation, @unchecked Sendable {
       semaphore.signal()
     }
     taskLock.lock(); self.task = task; taskLock.unlock()
-    if isCancelled { task.cancel() }  // cancelled between the check and the start
+    if isCancelled { cancelTask() }  // cancelled between the check and the start
     semaphore.wait()
   }
 
   override func cancel() {
     super.cancel()
-    taskLock.lock(); let task = self.task; taskLock.unlock()
+    cancelTask()
+  }
+
+  /// Cancels the underlying task once: whichever of `main()` (which sees `isCancelled` after
+  /// storing the task) and `cancel()` (which sets it before looking) takes the task cancels it.
+  private func cancelTask() {
+    taskLock.lock(); let task = self.task; self.task = nil; taskLock.unlock()
     task?.cancel()
   }
 }

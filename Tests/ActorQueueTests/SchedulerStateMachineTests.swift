@@ -24,6 +24,18 @@ import Testing
     machine.workerStarted().run
   }
 
+  /// A serial queue whose worker ran "a", found nothing more, and lingers.
+  private func machineWithALingeringWorker() -> Machine {
+    var machine = Machine(limit: 1)
+    _ = machine.makeReady("a", order: 1, priority: .normal)
+    let first = startWorker(&machine)
+    machine.operationEnded()
+    let next = machine.workerStarted()
+    let lingers = machine.lingerIfIdle()
+    #expect(first == "a" && next.run == nil && lingers)
+    return machine
+  }
+
   @Test func firstReadyOperationAsksForOneWorker() {
     var machine = Machine(limit: 2)
     let v1 = machine.makeReady("a", order: 1, priority: .normal)
@@ -174,6 +186,92 @@ import Testing
     _ = machine.makeReady("b", order: 2, priority: .normal)
     let v26 = machine.workerRetired()
     #expect(v26, "its task was cancelled; a new worker takes over")
+  }
+
+  @Test func aWorkerMayLingerOnlyOnAnIdleQueue() {
+    var machine = Machine(limit: 2)
+    _ = machine.makeReady("a", order: 1, priority: .normal)
+    _ = machine.makeReady("b", order: 2, priority: .normal)
+    let l1 = startWorker(&machine)
+    let l2 = startWorker(&machine)
+    #expect(l1 == "a" && l2 == "b")
+    machine.operationEnded()  // "a" ends; "b" still executes
+    let l3 = machine.workerStarted()
+    let l4 = machine.lingerIfIdle()
+    #expect(l3.run == nil)
+    #expect(!l4, "an operation still executes: its worker will claim")
+    machine.operationEnded()  // "b" ends: the queue is idle
+    let l5 = machine.workerStarted()
+    let l6 = machine.lingerIfIdle()
+    #expect(l5.run == nil && l6)
+    #expect(machine.isLingering && machine.startingWorkers == 1)
+
+    var suspended = Machine(limit: 1, isSuspended: true)
+    _ = suspended.makeReady("c", order: 3, priority: .normal)
+    let l7 = suspended.lingerIfIdle()
+    #expect(!l7, "suspended, and an operation is ready")
+    var empty = Machine(limit: 1)
+    _ = empty.setSuspended(true)
+    let l8 = empty.lingerIfIdle()
+    #expect(!l8, "a suspended queue starts nothing a lingering worker could take")
+  }
+
+  @Test func anOperationMadeReadyWhileAWorkerLingersIsLeftForIt() {
+    var machine = machineWithALingeringWorker()
+    let b = machine.makeReady("b", order: 2, priority: .normal)
+    #expect(!b.spawnWorker, "the lingering worker counts as the one starting")
+    #expect(b.wakeLingerer)
+    let c = machine.makeReady("c", order: 3, priority: .normal)
+    #expect(!c.spawnWorker && c.wakeLingerer)
+    let step = machine.workerStarted()  // the lingering worker, woken, claims
+    #expect(step.run == "b")
+    #expect(!step.spawnWorker, "the limit is 1")
+    #expect(!machine.isLingering && machine.startingWorkers == 0)
+    machine.operationEnded()
+    let l9 = machine.workerStarted()
+    #expect(l9.run == "c")
+  }
+
+  @Test func aWokenLingererThatFindsItsOperationGoneMayLingerAgain() {
+    var machine = machineWithALingeringWorker()
+    let b = machine.makeReady("b", order: 2, priority: .normal)
+    machine.withdraw(stamp: b.stamp, priority: .normal)  // cancelled before the lingerer looked
+    let l10 = machine.workerStarted()
+    let l11 = machine.lingerIfIdle()
+    #expect(l10.run == nil && l11)
+    #expect(machine.startingWorkers == 1, "never more than one starting worker")
+  }
+}
+
+@Suite struct LingerPolicyTests {
+  @Test func aQueueLingersOnlyAfterAShortIdleSpell() {
+    var policy = LingerPolicy()
+    #expect(!policy.lingerPays, "nothing is known of a new queue")
+    let start = ContinuousClock.now
+    policy.wentIdle(at: start)
+    policy.workArrived(at: start.advanced(by: .microseconds(10)))
+    #expect(policy.lingerPays)
+    policy.wentIdle(at: start)
+    policy.workArrived(at: start.advanced(by: LingerPolicy.window / 2))
+    #expect(!policy.lingerPays, "half the window or more: a linger would too often run out")
+    policy.wentIdle(at: start)
+    policy.workArrived(at: start.advanced(by: .milliseconds(5)))
+    #expect(!policy.lingerPays, "a queue fed from time to time never lingers")
+  }
+
+  @Test func aLingerThatRunsOutStopsLingeringUntilAShortSpellIsSeen() {
+    var policy = LingerPolicy()
+    policy.observe(idleSpell: .microseconds(5))
+    #expect(policy.lingerPays)
+    policy.observe(idleSpell: LingerPolicy.window)  // lingered the whole window: no work came
+    #expect(!policy.lingerPays)
+    // Arrivals with no idle spell on record (the queue was not idle, or a linger ran out) teach nothing.
+    policy.workArrived(at: .now)
+    #expect(!policy.lingerPays)
+    let start = ContinuousClock.now
+    policy.wentIdle(at: start)
+    policy.workArrived(at: start.advanced(by: .microseconds(1)))
+    #expect(policy.lingerPays)
   }
 }
 

@@ -20,6 +20,9 @@ enum Engine {
     var nextSubmission: UInt64 = 0
     /// The global order of events.
     var nextEventSequence: UInt64 = 0
+    /// Workers lingering on an idle queue (see ``LingerPolicy``): at most one in the process,
+    /// so lingering never keeps more than one thread of the pool busy.
+    var lingeringWorkers = 0
   }
 
   static let lock = LockedValue(State())
@@ -111,6 +114,9 @@ enum WorkerAction: Sendable {
   /// Start the work of an externally completed operation, then claim the next.
   case start(AnyQueueOperation, @Sendable (@escaping @Sendable (Outcome) -> Void) -> Void)
   case yieldThenContinue
+  /// The queue went idle at this instant: poll for work, yielding in between, for at most
+  /// `LingerPolicy.window`.
+  case linger(since: ContinuousClock.Instant)
   case retire
 }
 
@@ -148,6 +154,12 @@ extension Engine {
       case .yieldThenContinue:
         await Task.yield()
         action = workerStarted(worker, for: queue)
+      case .linger(let start):
+        // Polls without the lock: an operation made ready on this queue sets the flag.
+        await Task.yield()
+        if queue.lingererWake.load(ordering: .acquiring) || start.duration(to: .now) >= LingerPolicy.window {
+          action = lingerEnded(worker, for: queue, since: start)
+        }
       case .retire:
         worker.retire()
         return
@@ -206,8 +218,50 @@ extension Engine {
   }
 
   private static func workerStarted(_ worker: Worker, for queue: QueueCore) -> WorkerAction {
-    locked { state, effects in
+    locked { state, effects in claimOrIdle(worker, for: queue, &state, &effects) }
+  }
+
+  /// A worker that holds no operation claims the next one. If there is none and the queue is
+  /// idle, it lingers when that pays (``LingerPolicy``) and no other worker lingers; otherwise
+  /// it retires, and the queue notes when it went idle. Under the lock.
+  private static func claimOrIdle(
+    _ worker: Worker, for queue: QueueCore, _ state: inout State, _ effects: inout Effects
+  ) -> WorkerAction {
+    let step = queue.machine.workerStarted()
+    if step.run == nil, queue.machine.executing == 0 {
+      let now = ContinuousClock.now
+      if queue.linger.lingerPays, state.lingeringWorkers == 0, queue.machine.lingerIfIdle() {
+        state.lingeringWorkers += 1
+        return .linger(since: now)
+      }
+      queue.linger.wentIdle(at: now)
+    }
+    return apply(step, worker: worker, queue: queue, &state, &effects)
+  }
+
+  /// A lingering worker was woken (an operation was made ready) or its time is up: it claims,
+  /// lingers on (the operation that woke it is gone already), or retires.
+  private static func lingerEnded(
+    _ worker: Worker, for queue: QueueCore, since start: ContinuousClock.Instant
+  ) -> WorkerAction {
+    let spell = start.duration(to: .now)
+    return locked { state, effects in
+      queue.lingererWake.store(false, ordering: .relaxed)
+      state.lingeringWorkers -= 1
       let step = queue.machine.workerStarted()
+      guard step.run == nil else {
+        queue.linger.observe(idleSpell: spell)
+        return apply(step, worker: worker, queue: queue, &state, &effects)
+      }
+      if spell < LingerPolicy.window, queue.machine.lingerIfIdle() {
+        state.lingeringWorkers += 1
+        return .linger(since: start)
+      }
+      if spell >= LingerPolicy.window {
+        queue.linger.observe(idleSpell: spell)
+      } else if queue.machine.executing == 0 {
+        queue.linger.wentIdle(at: start)
+      }
       return apply(step, worker: worker, queue: queue, &state, &effects)
     }
   }
@@ -227,7 +281,7 @@ extension Engine {
         return .retire
       }
       if yieldAfter { return .yieldThenContinue }
-      return apply(queue.machine.workerStarted(), worker: worker, queue: queue, &state, &effects)
+      return claimOrIdle(worker, for: queue, &state, &effects)
     }
   }
 

@@ -71,12 +71,14 @@ extension Engine {
     _ state: inout State, _ effects: inout Effects
   ) {
     transition(operation, to: .ready, &state, &effects)
-    let (stamp, spawn) = queue.machine.makeReady(
+    let (stamp, spawn, wakeLingerer) = queue.machine.makeReady(
       operation, order: operation.order, priority: operation.priority)
     operation.readyStamp = stamp
+    if wakeLingerer { queue.lingererWake.store(true, ordering: .releasing) }
     guard spawn else { return }
     if queue.machine.executing == 0 {
       // An idle queue: the new worker starts with this operation claimed (latency).
+      queue.linger.workArrived(at: .now)
       spawnClaimingWorker(for: queue, &state, &effects)
     } else {
       // A busy one: the new worker claims when it runs, and until then counts as the one

@@ -1,8 +1,11 @@
+import Synchronization
+
 /// A queue's scheduling state, apart from the public actor so that the actor can be released
 /// while its operations still run (see ``ActorQueue``'s lifetime notes).
 ///
-/// `@unchecked Sendable`: the `let`s are immutable; every `var` is read and written only while
-/// holding `Engine.lock` (hence `@exclusivity(unchecked)`, as in `AnyQueueOperation`).
+/// `@unchecked Sendable`: the `let`s are immutable (`lingererWake` is an atomic); every `var`
+/// is read and written only while holding `Engine.lock` (hence `@exclusivity(unchecked)`, as
+/// in `AnyQueueOperation`).
 final class QueueCore: @unchecked Sendable {
   let name: String?
   let taskPriority: TaskPriority?
@@ -19,6 +22,11 @@ final class QueueCore: @unchecked Sendable {
   @exclusivity(unchecked) var barrier: AnyQueueOperation?  // guarded by Engine.lock
   /// Subscribers of `ActorQueue.events`.
   @exclusivity(unchecked) var subscribers: [EventChannel<QueueEvent>] = []  // guarded by Engine.lock
+  /// Whether a worker that finds this queue idle lingers (see ``LingerPolicy``).
+  @exclusivity(unchecked) var linger = LingerPolicy()  // guarded by Engine.lock
+  /// Set (under the lock) when an operation is made ready while a worker lingers; the
+  /// lingering worker polls it without the lock and takes the lock only once it is set.
+  let lingererWake = Atomic<Bool>(false)
 
   init(name: String?, limit: Int, taskPriority: TaskPriority?) {
     self.name = name

@@ -9,6 +9,10 @@
 /// workload on two cores needs two or three tasks for any number of operations), while every
 /// ready operation still starts at once when slots are free: each claim starts the next worker.
 ///
+/// A worker whose queue went idle may *linger* (``lingerIfIdle()``): it stays counted as the
+/// starting worker, polling, so that an operation made ready meanwhile is handed to it
+/// (``makeReady(_:order:priority:)`` says so) instead of to a new task.
+///
 /// The rule: an operation starts when it is ready, the queue is not suspended and
 /// `executing < limit`. Among ready operations: higher priority first, then submission order.
 struct SchedulerStateMachine<Element> {
@@ -24,6 +28,8 @@ struct SchedulerStateMachine<Element> {
   private(set) var isSuspended: Bool
   private(set) var executing = 0
   private(set) var startingWorkers = 0
+  /// The starting worker is one that lingers (it runs already and polls for work).
+  private(set) var isLingering = false
   private var ready = ReadyQueue<Element>()
 
   init(limit: Int, isSuspended: Bool = false) {
@@ -53,12 +59,13 @@ struct SchedulerStateMachine<Element> {
 
   // MARK: Events
 
-  /// An operation became ready. Returns the stamp that withdraws it, and whether to start a worker.
+  /// An operation became ready. Returns the stamp that withdraws it, whether to start a
+  /// worker, and whether to wake the lingering worker, which will claim it.
   mutating func makeReady(
     _ element: Element, order: UInt64, priority: OperationPriority
-  ) -> (stamp: ReadyQueue<Element>.Stamp, spawnWorker: Bool) {
+  ) -> (stamp: ReadyQueue<Element>.Stamp, spawnWorker: Bool, wakeLingerer: Bool) {
     let stamp = ready.insert(element, order: order, priority: priority)
-    return (stamp, needsWorker())
+    return (stamp, needsWorker(), isLingering)
   }
 
   /// A ready operation left the ready set without starting (cancelled, or pending again).
@@ -97,7 +104,19 @@ struct SchedulerStateMachine<Element> {
   mutating func workerStarted() -> WorkerStep {
     precondition(startingWorkers > 0, "Internal inconsistency: a worker started that was not asked for")
     startingWorkers -= 1
+    isLingering = false
     return claim()
+  }
+
+  /// A worker that found nothing to claim (``workerStarted()`` returned no operation) asks to
+  /// linger. It may when the queue is idle (nothing executing, nothing ready, not suspended)
+  /// and no other worker is starting; it then counts as the starting worker until it calls
+  /// ``workerStarted()`` again, so that operations made ready meanwhile are left for it.
+  mutating func lingerIfIdle() -> Bool {
+    guard startingWorkers == 0, executing == 0, ready.isEmpty, !isSuspended else { return false }
+    startingWorkers = 1
+    isLingering = true
+    return true
   }
 
   /// The operation a worker ran has ended: its slot is free, and the worker counts as starting

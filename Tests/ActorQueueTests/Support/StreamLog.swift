@@ -199,3 +199,19 @@ func states(of operation: AnyQueueOperation, in events: [QueueEvent]) -> [Operat
 func startOrder(in events: [QueueEvent]) -> [OperationID] {
   events.compactMap { $0.operationState == .executing ? $0.operationID : nil }
 }
+
+/// Makes the next worker that finds `queue` idle linger, as if its last idle spell had been
+/// short (it still does not if another worker in the process lingers at that moment).
+func primeLinger(_ queue: ActorQueue) {
+  Engine.locked { _, _ in queue.core.linger.observe(idleSpell: .zero) }
+}
+
+/// Whether a worker of `queue` lingers now.
+func workerLingers(on queue: ActorQueue) -> Bool {
+  Engine.locked { _, _ in queue.core.machine.isLingering }
+}
+
+/// The workers lingering in the process now (at most one).
+func lingeringWorkers() -> Int {
+  Engine.locked { state, _ in state.lingeringWorkers }
+}

@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import Synchronization
 
 /// The bench's one clock: monotonic, nanosecond resolution.
@@ -12,6 +13,13 @@ extension Duration {
     let (whole, attoseconds) = components
     return Double(whole) + Double(attoseconds) * 1e-18
   }
+}
+
+/// The CPU time this process has used so far (every thread, user and system), in seconds.
+func processCPUSeconds() -> Double {
+  var time = timespec()
+  guard clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &time) == 0 else { return .nan }
+  return Double(time.tv_sec) + Double(time.tv_nsec) * 1e-9
 }
 
 /// Seconds from `start` until now.

@@ -17,7 +17,7 @@ enum ScenarioName: String, CaseIterable, Sendable {
   var summary: String {
     switch self {
     case .independent: "trivial ops, no dependencies: unlimited, max 4 and serial"
-    case .latency: "add→start latency on an idle queue (p50, p99)"
+    case .latency: "add→start latency on an idle queue (p50, p99) and CPU time per op"
     case .chain: "linear chain (4,000 ops; and 64,000 for ActorQueue alone)"
     case .fanIn: "10,000 independent ops → 1 op that depends on all of them"
     case .fanOut: "1 op → 10,000 ops that each depend on it"

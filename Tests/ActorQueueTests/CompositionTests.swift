@@ -43,7 +43,8 @@ import Testing
     let cancelled = Recorder<Int>()
     let blocks: [@Sendable () async throws -> Void] = (0..<2).map { index in
       {
-        await waitForCancellation(started: allStarted)
+        allStarted.signal()
+        await untilCancelled()
         cancelled.append(index)
         throw CancellationError()
       }
@@ -64,7 +65,8 @@ import Testing
     let siblingCancelled = Gate()
     let blocks: [@Sendable () async throws -> Int] = [
       {
-        await waitForCancellation(started: siblingStarted)
+        siblingStarted.signal()
+        await untilCancelled()
         siblingCancelled.open()
         throw CancellationError()
       },
@@ -206,32 +208,5 @@ import Testing
     #expect(try await update.value == "Hello")
     #expect(label.text == "Hello")
     #expect(saved.snapshot == [Model(title: "Hello")])
-  }
-}
-
-/// Signals `started`, then suspends until the current task is cancelled. No sleep: the cancellation handler resumes the continuation, whether
-/// it ran before the suspension or during it.
-func waitForCancellation(started: CountdownGate) async {
-  struct State {
-    var isCancelled = false
-    var continuation: CheckedContinuation<Void, Never>?
-  }
-  let state = LockedValue(State())
-  await withTaskCancellationHandler {
-    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-      let alreadyCancelled = state.withLock { state in
-        if !state.isCancelled { state.continuation = continuation }
-        return state.isCancelled
-      }
-      started.signal()
-      if alreadyCancelled { continuation.resume() }
-    }
-  } onCancel: {
-    let continuation = state.withLock { state in
-      state.isCancelled = true
-      defer { state.continuation = nil }
-      return state.continuation
-    }
-    continuation?.resume()
   }
 }

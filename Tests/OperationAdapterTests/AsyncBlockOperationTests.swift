@@ -33,12 +33,7 @@ import Testing
     let sawCancellation = LockedValue(false)
     let operation = AsyncBlockOperation {
       started.open()
-      let cancelled = Gate()
-      await withTaskCancellationHandler {
-        await cancelled.wait()
-      } onCancel: {
-        cancelled.open()
-      }
+      await untilCancelled()
       sawCancellation.withLock { $0 = Task.isCancelled }
     }
     let foundation = OperationQueue()
@@ -85,12 +80,7 @@ import Testing
     let cancellable = try queue.addOperation(
       legacy: AsyncBlockOperation {
         started.open()
-        let cancelled = Gate()
-        await withTaskCancellationHandler {
-          await cancelled.wait()
-        } onCancel: {
-          cancelled.open()
-        }
+        await untilCancelled()
         sawCancellation.withLock { $0 = Task.isCancelled }
       })
     await started.wait()

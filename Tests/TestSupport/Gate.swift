@@ -39,6 +39,17 @@ package final class Gate: Sendable {
   }
 }
 
+/// Suspends until the current task is cancelled (at once if it already is). No sleep: the
+/// cancellation handler opens a gate, whether it runs before the wait or during it.
+package func untilCancelled() async {
+  let cancelled = Gate()
+  await withTaskCancellationHandler {
+    await cancelled.wait()
+  } onCancel: {
+    cancelled.open()
+  }
+}
+
 /// Counts up to a target and opens a gate when it gets there: "wait until n things happened".
 package final class CountdownGate: Sendable {
   private let remaining: LockedValue<Int>

@@ -97,12 +97,19 @@ struct DependencyScenarioTests {
 
   // MARK: Scenario 6: a batch on a suspended queue (limit 2), results appended through a serial queue
 
-  /// The batch: `count` operations on `batch`, each appending its result through `results`.
-  static func buildBatch(
-    count: Int, on batch: ActorQueue, appendingThrough results: ActorQueue, into collected: Recorder<Int>,
-    ran: RunFlag
-  ) -> [QueueOperation<Int>] {
-    (0..<count).map { index in
+  /// Field scenario 6's setup: `count` items (each squares its index, then appends the square
+  /// through the serial `results` queue) built for `batch`, a queue with limit 2 that is
+  /// suspended and still empty.
+  static func suspendedBatch(count: Int) -> (
+    batch: ActorQueue, results: ActorQueue, collected: Recorder<Int>, ran: RunFlag,
+    operations: [QueueOperation<Int>]
+  ) {
+    let batch = ActorQueue(name: "batch", maxConcurrentOperationCount: 2)
+    batch.isSuspended = true
+    let results = ActorQueue(name: "results", maxConcurrentOperationCount: 1)
+    let collected = Recorder<Int>()
+    let ran = RunFlag()
+    let operations = (0..<count).map { index in
       QueueOperation(name: "item \(index)") {
         ran.mark()
         let value = index * index
@@ -110,18 +117,13 @@ struct DependencyScenarioTests {
         return value
       }
     }
+    return (batch, results, collected, ran, operations)
   }
 
   @Test("Scenario 6: a batch built on a suspended queue runs when started, at most 2 at once")
   func scenario6Started() async throws {
     let count = 40
-    let batch = ActorQueue(name: "batch", maxConcurrentOperationCount: 2)
-    batch.isSuspended = true
-    let results = ActorQueue(name: "results", maxConcurrentOperationCount: 1)
-    let collected = Recorder<Int>()
-    let ran = RunFlag()
-    let operations = Self.buildBatch(
-      count: count, on: batch, appendingThrough: results, into: collected, ran: ran)
+    let (batch, results, collected, ran, operations) = Self.suspendedBatch(count: count)
     let events = batch.events
     try batch.addOperations(operations)
     #expect(batch.operationCount == count)
@@ -175,13 +177,7 @@ struct DependencyScenarioTests {
   )
   func scenario6Cancelled() async throws {
     let count = 40
-    let batch = ActorQueue(name: "batch", maxConcurrentOperationCount: 2)
-    batch.isSuspended = true
-    let results = ActorQueue(name: "results", maxConcurrentOperationCount: 1)
-    let collected = Recorder<Int>()
-    let ran = RunFlag()
-    let operations = Self.buildBatch(
-      count: count, on: batch, appendingThrough: results, into: collected, ran: ran)
+    let (batch, results, collected, ran, operations) = Self.suspendedBatch(count: count)
     try batch.addOperations(operations)
     batch.cancelAllOperations()
     #expect(batch.operationCount == 0, "every waiting item ended at once, while suspended (P2)")
@@ -217,13 +213,7 @@ struct DependencyScenarioTests {
   )
   func scenario6WaitedFor() async throws {
     let count = 40
-    let batch = ActorQueue(name: "batch", maxConcurrentOperationCount: 2)
-    batch.isSuspended = true
-    let results = ActorQueue(name: "results", maxConcurrentOperationCount: 1)
-    let collected = Recorder<Int>()
-    let ran = RunFlag()
-    let operations = Self.buildBatch(
-      count: count, on: batch, appendingThrough: results, into: collected, ran: ran)
+    let (batch, results, collected, ran, operations) = Self.suspendedBatch(count: count)
     let events = batch.events
     let waiter = Task {
       try await batch.addOperations(operations, waitUntilFinished: true)

@@ -20,6 +20,39 @@ struct DependencyOrderingTests {
     }
   }
 
+  /// A dependency and its dependent (not enqueued yet) that record their names in `trace`
+  /// when they run.
+  private static func tracedPair() throws -> (
+    trace: Recorder<String>, dependency: QueueOperation<Void>, dependent: QueueOperation<Void>
+  ) {
+    let trace = Recorder<String>()
+    let dependency = QueueOperation<Void>(name: "dependency") { trace.append("dependency") }
+    let dependent = QueueOperation<Void>(name: "dependent") { trace.append("dependent") }
+    try dependent.addDependency(dependency)
+    return (trace, dependency, dependent)
+  }
+
+  /// Foundation's side of the ordering checks: a dependency and its dependent, BlockOperations
+  /// that record their names, run on one OperationQueue with `limit`, added in the order given
+  /// (the dependency cancelled first if asked). Returns once both have finished.
+  private static func runFoundationPair(
+    limit: Int = OperationQueue.defaultMaxConcurrentOperationCount, dependentFirst: Bool,
+    cancellingTheDependency: Bool = false
+  ) async -> (trace: [String], dependency: BlockOperation, dependent: BlockOperation) {
+    let trace = Recorder<String>()
+    let queue = OperationQueue()
+    queue.maxConcurrentOperationCount = limit
+    let dependency = BlockOperation { trace.append("dependency") }
+    let dependent = BlockOperation { trace.append("dependent") }
+    dependent.addDependency(dependency)
+    if cancellingTheDependency { dependency.cancel() }
+    for operation in dependentFirst ? [dependent, dependency] : [dependency, dependent] {
+      queue.addOperation(operation)
+    }
+    await queue.allFinished()
+    return (trace.snapshot, dependency, dependent)
+  }
+
   @Test("A dependent becomes ready when its dependency ends, however it ended", arguments: Ending.allCases)
   func dependentRunsWhenItsDependencyEndsHoweverItEnded(_ ending: Ending) async throws {
     let upstream = ActorQueue(name: "upstream")
@@ -354,53 +387,31 @@ struct DependencyOrderingTests {
 
   @Test("A cancelled dependency is skipped and its dependent runs")
   func cancelledDependencyIsSkippedAndDependentRuns() async throws {
-    let trace = Recorder<String>()
+    let (trace, dependency, dependent) = try Self.tracedPair()
     let queue = ActorQueue(name: "q")
-    let dependency = QueueOperation<Void>(name: "dependency") { trace.append("dependency") }
-    let dependent = QueueOperation<Void>(name: "dependent") { trace.append("dependent") }
-    try dependent.addDependency(dependency)
     dependency.cancel()
     try await queue.addOperations([dependency, dependent], waitUntilFinished: true)
     #expect(trace.snapshot == ["dependent"])
     #expect(dependency.isCancelled && dependency.isFinished)
     #expect(dependent.state == .finished && !dependent.isCancelled)
 
-    let foundationTrace = Recorder<String>()
-    let foundationQueue = OperationQueue()
-    let foundationDependency = BlockOperation { foundationTrace.append("dependency") }
-    let foundationDependent = BlockOperation { foundationTrace.append("dependent") }
-    foundationDependent.addDependency(foundationDependency)
-    foundationDependency.cancel()
-    foundationQueue.addOperation(foundationDependency)
-    foundationQueue.addOperation(foundationDependent)
-    await foundationQueue.allFinished()
-    #expect(foundationTrace.snapshot == ["dependent"])
-    #expect(foundationDependency.isCancelled && foundationDependency.isFinished)
-    #expect(foundationDependent.isFinished && !foundationDependent.isCancelled)
+    let foundation = await Self.runFoundationPair(dependentFirst: false, cancellingTheDependency: true)
+    #expect(foundation.trace == ["dependent"])
+    #expect(foundation.dependency.isCancelled && foundation.dependency.isFinished)
+    #expect(foundation.dependent.isFinished && !foundation.dependent.isCancelled)
   }
 
   @Test("A dependent added before its dependency on a serial queue does not deadlock")
   func dependentAddedFirstOnSerialQueueDoesNotDeadlock() async throws {
-    let trace = Recorder<String>()
+    let (trace, dependency, dependent) = try Self.tracedPair()
     let queue = ActorQueue(name: "serial", maxConcurrentOperationCount: 1)
-    let dependency = QueueOperation<Void>(name: "dependency") { trace.append("dependency") }
-    let dependent = QueueOperation<Void>(name: "dependent") { trace.append("dependent") }
-    try dependent.addDependency(dependency)
     try queue.addOperation(dependent)
     try queue.addOperation(dependency)
     await queue.waitUntilAllOperationsAreFinished()
     #expect(trace.snapshot == ["dependency", "dependent"])
 
-    let foundationTrace = Recorder<String>()
-    let foundationQueue = OperationQueue()
-    foundationQueue.maxConcurrentOperationCount = 1
-    let foundationDependency = BlockOperation { foundationTrace.append("dependency") }
-    let foundationDependent = BlockOperation { foundationTrace.append("dependent") }
-    foundationDependent.addDependency(foundationDependency)
-    foundationQueue.addOperation(foundationDependent)
-    foundationQueue.addOperation(foundationDependency)
-    await foundationQueue.allFinished()
-    #expect(foundationTrace.snapshot == ["dependency", "dependent"])
+    let foundation = await Self.runFoundationPair(limit: 1, dependentFirst: true)
+    #expect(foundation.trace == ["dependency", "dependent"])
   }
 
   @Test("Cross-queue dependency: the dependent waits for an operation of another queue")
@@ -447,23 +458,13 @@ struct DependencyOrderingTests {
 
   @Test("A dependency runs first even when it is added second")
   func dependencyRunsFirstEvenWhenAddedSecond() async throws {
-    let trace = Recorder<String>()
+    let (trace, dependency, dependent) = try Self.tracedPair()
     let queue = ActorQueue(name: "concurrent")
-    let dependency = QueueOperation<Void>(name: "dependency") { trace.append("dependency") }
-    let dependent = QueueOperation<Void>(name: "dependent") { trace.append("dependent") }
-    try dependent.addDependency(dependency)
     try await queue.addOperations([dependent, dependency], waitUntilFinished: true)
     #expect(trace.snapshot == ["dependency", "dependent"])
 
-    let foundationTrace = Recorder<String>()
-    let foundationQueue = OperationQueue()
-    let foundationDependency = BlockOperation { foundationTrace.append("dependency") }
-    let foundationDependent = BlockOperation { foundationTrace.append("dependent") }
-    foundationDependent.addDependency(foundationDependency)
-    foundationQueue.addOperation(foundationDependent)
-    foundationQueue.addOperation(foundationDependency)
-    await foundationQueue.allFinished()
-    #expect(foundationTrace.snapshot == ["dependency", "dependent"])
+    let foundation = await Self.runFoundationPair(dependentFirst: true)
+    #expect(foundation.trace == ["dependency", "dependent"])
   }
 
   @Test("Waiting for all operations of a queue waits for a dependent held by another queue")

@@ -73,31 +73,16 @@ struct CancellationTests {
 
   @Test("OperationQueue: a cancelled waiting op stays queued until its turn; its body never runs (P2)")
   func cancelWaitingOpFoundation() async {
-    let queue = OperationQueue()
-    queue.maxConcurrentOperationCount = 1
-    let started = DispatchSemaphore(value: 0)
-    let release = DispatchSemaphore(value: 0)
-    let blocker = BlockOperation {
-      started.signal()
-      release.wait()
-    }
-    let runs = Counter()
-    let completions = Counter()
-    let victim = BlockOperation { runs.increment() }
-    victim.completionBlock = { completions.increment() }
-    for operation in [blocker, victim] { queue.addOperation(operation) }
-    await onBlockingThread { started.wait() }
-    victim.cancel()
+    // A blocker holds the only slot; the victim waits behind it and is cancelled (the script is
+    // shared with the side-by-side P2 test).
+    let observed = await FoundationParityTests.cancelScriptFoundation()
+    #expect(observed.cancelledAtOnce)
     // The difference: Foundation keeps it, unfinished and counted, while the blocker runs.
-    #expect(victim.isCancelled)
-    #expect(!victim.isFinished)
-    #expect(queue.operationCount == 2)
-    #expect(completions.value == 0)
-    release.signal()
-    await victim.finished()
-    await queue.allFinished()
-    #expect(victim.isFinished)
-    #expect(runs.value == 0)
+    #expect(!observed.finishedAtOnce)
+    #expect(observed.operationCountAfterCancel == 2)
+    #expect(!observed.completionRanBeforeSlotFreed)
+    #expect(observed.finishedInTheEnd)
+    #expect(!observed.bodyRan)
   }
 
   @Test("Cancelling only the normal-priority ops leaves the high ones to run")

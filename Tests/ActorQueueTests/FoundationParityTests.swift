@@ -12,6 +12,7 @@ struct FoundationParityTests {
   /// What one run of the P2 script observed.
   struct CancelObservation: Equatable {
     /// Right after `cancel()` returned, while the only slot is busy:
+    var cancelledAtOnce: Bool
     var finishedAtOnce: Bool
     var operationCountAfterCancel: Int
     var completionRanBeforeSlotFreed: Bool
@@ -38,13 +39,14 @@ struct FoundationParityTests {
     for operation in [blocker, victim] { queue.addOperation(operation) }
     await onBlockingThread { started.wait() }
     victim.cancel()
+    let cancelledAtOnce = victim.isCancelled
     let finishedAtOnce = victim.isFinished
     let count = queue.operationCount
     let completedEarly = completed.value == 1
     release.signal()
     await queue.allFinished()
     return CancelObservation(
-      finishedAtOnce: finishedAtOnce, operationCountAfterCancel: count,
+      cancelledAtOnce: cancelledAtOnce, finishedAtOnce: finishedAtOnce, operationCountAfterCancel: count,
       completionRanBeforeSlotFreed: completedEarly, bodyRan: bodyRan.value > 0,
       finishedInTheEnd: victim.isFinished, cancelledInTheEnd: victim.isCancelled)
   }
@@ -63,13 +65,14 @@ struct FoundationParityTests {
     victim.onCompletion { _ in completed.increment() }
     await started.wait()
     victim.cancel()
+    let cancelledAtOnce = victim.isCancelled
     let finishedAtOnce = victim.isFinished
     let count = queue.operationCount
     let completedEarly = completed.value == 1
     release.open()
     await queue.waitUntilAllOperationsAreFinished()
     return CancelObservation(
-      finishedAtOnce: finishedAtOnce, operationCountAfterCancel: count,
+      cancelledAtOnce: cancelledAtOnce, finishedAtOnce: finishedAtOnce, operationCountAfterCancel: count,
       completionRanBeforeSlotFreed: completedEarly, bodyRan: bodyRan.value > 0,
       finishedInTheEnd: victim.isFinished, cancelledInTheEnd: victim.isCancelled)
   }
@@ -82,6 +85,7 @@ struct FoundationParityTests {
     #expect(!foundation.bodyRan && !actorQueue.bodyRan)
     #expect(foundation.finishedInTheEnd && actorQueue.finishedInTheEnd)
     #expect(foundation.cancelledInTheEnd && actorQueue.cancelledInTheEnd)
+    #expect(foundation.cancelledAtOnce && actorQueue.cancelledAtOnce)
     // The difference, while the slot is still busy.
     #expect(foundation.finishedAtOnce == false)
     #expect(foundation.operationCountAfterCancel == 2)

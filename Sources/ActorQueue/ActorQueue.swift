@@ -27,15 +27,28 @@
 /// queue (dependencies may cross queues); no actor hop is made per operation.
 ///
 /// **Lifetime.** As with Foundation, operations keep running after you release the queue, and
-/// the queue's resources are freed when its last operation ends. A *suspended* queue that
-/// nobody references any more could never run its waiting operations, so they are cancelled
-/// when the queue is released (Foundation leaks them).
+/// the queue's resources are freed when its last operation ends; then its event streams end. A
+/// *suspended* queue that nobody references any more could never run its waiting operations,
+/// so they are cancelled when the queue is released (Foundation leaks them).
+///
+/// **What the actor is, and is not.** `ActorQueue` is an actor so that it is a reference type
+/// that is `Sendable` by construction and can be handed to any task; it has no isolated state,
+/// and every member is `nonisolated`: no call hops onto the actor's executor, and no operation's
+/// body runs on it. The queue's state lives in the process-wide scheduler (one short lock, see
+/// "Scheduling"), not in the actor, so that synchronous calls from any thread take effect in
+/// the order they are made. You may still write your own `isolated` extensions; the queue never
+/// uses the actor's executor.
 public actor ActorQueue {
   /// `Int.max`: no limit. Foundation's constant `-1` (`OperationQueue.defaultMaxConcurrentOperationCount`)
   /// is accepted as unlimited too, so migrated code keeps working.
   public static let defaultMaxConcurrentOperationCount = Int.max
 
-  nonisolated let core: QueueCore
+  /// This queue's record in the scheduler.
+  nonisolated let reference: QueueReference
+  nonisolated var index: Int { reference.index }
+  /// The queue's name, kept here too so reading it takes no lock.
+  private nonisolated let storedName: String?
+  private nonisolated let storedTaskPriority: TaskPriority?
 
   /// Creates a queue.
   ///
@@ -51,36 +64,36 @@ public actor ActorQueue {
     name: String? = nil, maxConcurrentOperationCount: Int = defaultMaxConcurrentOperationCount,
     taskPriority: TaskPriority? = nil
   ) {
-    core = QueueCore(
-      name: name, limit: Self.validated(maxConcurrentOperationCount), taskPriority: taskPriority)
+    let limit = Self.validated(maxConcurrentOperationCount)
+    storedName = name
+    storedTaskPriority = taskPriority
+    reference = Engine.read { $0.createQueue(name: name, limit: limit, taskPriority: taskPriority) }
   }
 
   deinit {
-    let core = self.core
-    Engine.locked { state, effects in
-      guard core.machine.isSuspended else { return }
-      for operation in core.unfinished where operation._state == .pending || operation._state == .ready {
-        Engine.cancel(operation, &state, &effects)
-      }
-    }
+    let index = reference.index
+    Engine.run { $0.releaseQueue(index) }
   }
 
+  /// The limit as stored: `-1` means unlimited; values below 1 are misuse, refused in every
+  /// build configuration with a message that says what to do.
   private static func validated(_ limit: Int) -> Int {
     if limit == -1 { return .max }
-    precondition(
-      limit >= 1,
-      "ActorQueue: maxConcurrentOperationCount must be at least 1 (or -1 for unlimited); got \(limit). "
-        + "To stop a queue from starting operations, set isSuspended = true instead.")
+    if limit < 1 {
+      fatalError(
+        "ActorQueue: maxConcurrentOperationCount must be at least 1 (or -1 for unlimited); got \(limit). "
+          + "To stop a queue from starting operations, set isSuspended = true instead.")
+    }
     return limit
   }
 
   // MARK: Configuration
 
   /// The queue's name, for debugging and events.
-  public nonisolated var name: String? { core.name }
+  public nonisolated var name: String? { storedName }
 
   /// The priority of the tasks that run this queue's bodies; `nil`: the runtime's default.
-  public nonisolated var taskPriority: TaskPriority? { core.taskPriority }
+  public nonisolated var taskPriority: TaskPriority? { storedTaskPriority }
 
   /// At most this many operations execute at once. Live, in both directions (P3).
   ///
@@ -91,10 +104,10 @@ public actor ActorQueue {
   /// are refused with a precondition failure (set ``isSuspended`` to pause). Reading it returns
   /// `Int.max` when unlimited. Cost: O(1).
   public nonisolated var maxConcurrentOperationCount: Int {
-    get { Engine.locked { _, _ in core.machine.limit } }
+    get { Engine.read { $0.limit(of: index) } }
     set {
       let limit = Self.validated(newValue)
-      Engine.locked { state, effects in Engine.setLimit(limit, of: core, &state, &effects) }
+      Engine.run { $0.setLimit(limit, of: index, now: Engine.now) }
     }
   }
 
@@ -102,18 +115,18 @@ public actor ActorQueue {
   /// `false` starts waiting operations at once. Cancelling a waiting operation still ends it at
   /// once while suspended. Cost: O(1).
   public nonisolated var isSuspended: Bool {
-    get { Engine.locked { _, _ in core.machine.isSuspended } }
-    set { Engine.locked { state, effects in Engine.setSuspended(newValue, of: core, &state, &effects) } }
+    get { Engine.read { $0.isSuspended(index) } }
+    set { Engine.run { $0.setSuspended(newValue, of: index, now: Engine.now) } }
   }
 
   // MARK: Introspection
 
   /// The number of operations added and not yet ended (executing ones included). Ended
   /// operations leave the queue at once. Cost: O(1).
-  public nonisolated var operationCount: Int { Engine.locked { _, _ in core.unfinishedCount } }
+  public nonisolated var operationCount: Int { Engine.read { $0.unfinishedCount(of: index) } }
 
   /// The operations added and not yet ended, in submission order. A snapshot. Cost: O(n).
-  public nonisolated var operations: [AnyQueueOperation] { Engine.locked { _, _ in core.unfinished } }
+  public nonisolated var operations: [AnyQueueOperation] { Engine.read { $0.unfinished(of: index) } }
 
   /// Every transition of this queue and its operations, losslessly, for one subscriber (see
   /// ``events(bufferingPolicy:)``).
@@ -134,10 +147,14 @@ public actor ActorQueue {
     case .lossless:
       channel = EventChannel()
     case .bufferingNewest(let capacity):
-      precondition(capacity >= 1, "ActorQueue.events: a bounded subscriber must buffer at least 1 event")
+      if capacity < 1 {
+        fatalError(
+          "ActorQueue.events(bufferingPolicy: .bufferingNewest(\(capacity))): a bounded subscriber must "
+            + "buffer at least 1 event; use .lossless to keep every event.")
+      }
       channel = EventChannel(capacity: capacity, droppedMarker: QueueEvent.dropped(count:last:))
     }
-    Engine.locked { _, _ in core.subscribers.append(channel) }
+    Engine.read { $0.subscribe(channel, to: index) }
     return channel.makeStream()
   }
 
@@ -157,9 +174,14 @@ public actor ActorQueue {
     name: String? = nil, priority: OperationPriority = .normal,
     _ body: @escaping @Sendable () async throws -> Success
   ) -> QueueOperation<Success> {
-    let operation = QueueOperation(name: name, priority: priority, body)
-    Engine.locked { state, effects in Engine.enqueue(operation, into: core, &state, &effects) }
-    return operation
+    let work = OperationWork.body { try await body() }
+    let index = index
+    return Engine.run { scheduler in
+      let id = OperationID()
+      let record = scheduler.createOperation(id: id, name: name, priority: priority, work: work)
+      let operation = QueueOperation<Success>(id: id, name: name, recordIndex: record)
+      return (operation, scheduler.submit(operation, inputs: [], to: index, now: Engine.now))
+    }
   }
 
   /// Adds an operation that receives the values of its inputs (P6): it runs once every input
@@ -185,13 +207,9 @@ public actor ActorQueue {
     let operation = QueueOperation<Success>(name: name, priority: priority) {
       try await body(first.inputValue(), repeat (each more).inputValue())
     }
-    Engine.locked { state, effects in
-      Engine.addInput(first, to: operation, &state, &effects)
-      for input in repeat each more {
-        Engine.addInput(input, to: operation, &state, &effects)
-      }
-      Engine.enqueue(operation, into: core, &state, &effects)
-    }
+    var inputs: [AnyQueueOperation] = [first]
+    for input in repeat each more { inputs.append(input) }
+    Engine.run { $0.submit(operation, inputs: inputs, to: index, now: Engine.now) }
     return operation
   }
 
@@ -206,13 +224,16 @@ public actor ActorQueue {
     try addOperations([operation])
   }
 
-  /// Adds prepared operations, in order: all of them, or none.
+  /// Adds prepared operations: all of them, or none. The batch is added whole, then
+  /// scheduled: on an idle queue, the operation that starts first is the batch's highest
+  /// priority one, as in Foundation (operations added one by one start as they come: the first
+  /// operation added to an idle queue starts at once).
   ///
   /// - Throws: ``ActorQueueError/alreadyEnqueued`` if any of them was added to a queue before,
   ///   or appears twice; nothing is enqueued then.
   public nonisolated func addOperations(_ operations: [AnyQueueOperation]) throws {
-    try Engine.lockedThrowing { (state, effects) throws(ActorQueueError) in
-      try Engine.enqueue(operations, into: core, &state, &effects)
+    try Engine.runThrowing { (scheduler) throws(ActorQueueError) in
+      try scheduler.submit(operations, to: index, now: Engine.now)
     }
   }
 
@@ -221,7 +242,9 @@ public actor ActorQueue {
   /// not end the wait nor cancel the operations.
   ///
   /// - Throws: ``ActorQueueError/alreadyEnqueued`` as ``addOperations(_:)``.
-  public func addOperations(_ operations: [AnyQueueOperation], waitUntilFinished: Bool) async throws {
+  public nonisolated func addOperations(_ operations: [AnyQueueOperation], waitUntilFinished: Bool)
+    async throws
+  {
     try addOperations(operations)
     guard waitUntilFinished else { return }
     for operation in operations { await operation.waitUntilFinished() }
@@ -233,19 +256,15 @@ public actor ActorQueue {
   /// completion handlers run and their waiters wake before this returns), executing ones have
   /// their tasks cancelled. Ended operations are untouched. Cost: O(n).
   public nonisolated func cancelAllOperations() {
-    Engine.locked { state, effects in Engine.cancelAll(in: core, &state, &effects) }
+    Engine.run { $0.cancelAll(in: index, now: Engine.now) }
   }
 
   /// Suspends until the queue has no unfinished operation, including operations added while
   /// waiting. No thread blocks (P7); cancelling the waiting task does not end the wait.
-  public func waitUntilAllOperationsAreFinished() async {
-    await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
-      let idle = Engine.locked { _, _ in
-        if core.unfinishedCount == 0 { return true }
-        core.allFinishedWaiters.append(continuation)
-        return false
-      }
-      if idle { continuation.resume() }
+  public nonisolated func waitUntilAllOperationsAreFinished() async {
+    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+      let waits = Engine.read { $0.addAllFinishedWaiter(continuation, to: index) }
+      if !waits { continuation.resume() }
     }
   }
 }

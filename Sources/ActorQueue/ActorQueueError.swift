@@ -62,17 +62,17 @@ public struct DependencyFailedError: Error, Sendable, CustomStringConvertible {
   /// The error the origin's body threw (never a `DependencyFailedError`).
   public let underlyingError: any Error
 
-  /// The error for a dependent of `input`, which ended with `failure`.
-  init(input: AnyQueueOperation, failure: any Error) {
-    dependencyID = input.id
-    dependencyName = input.name
+  /// The error for a dependent of the input `inputID`, which ended with `failure`.
+  init(inputID: OperationID, inputName: String?, failure: any Error) {
+    dependencyID = inputID
+    dependencyName = inputName
     if let inherited = failure as? DependencyFailedError {
       originID = inherited.originID
       originName = inherited.originName
       underlyingError = inherited.underlyingError
     } else {
-      originID = input.id
-      originName = input.name
+      originID = inputID
+      originName = inputName
       underlyingError = failure
     }
   }

@@ -1,6 +1,3 @@
-/// An operation's outcome, type-erased: the body's value, or the error it ended with.
-typealias Outcome = Result<any Sendable, any Error>
-
 /// A unit of work and the handle to its outcome, without its result type.
 ///
 /// The counterpart of Foundation's `Operation`, with these differences:
@@ -10,96 +7,56 @@ typealias Outcome = Result<any Sendable, any Error>
 /// - Waiting is `await` (``waitUntilFinished()``); no thread blocks (P7).
 /// - State is one ``OperationState``, observable in order through ``events`` (P12).
 /// - A dependency that would close a cycle is refused (P5).
+/// - An operation that has ended no longer keeps its dependencies alive (Foundation's does, so
+///   two ended operations can keep each other alive forever).
 ///
 /// Every member is safe to call from any thread or task. Synchronous members take the
 /// scheduler's lock briefly (tens of nanoseconds) and never wait for an operation.
 ///
-/// `@unchecked Sendable`: the `let`s are immutable; every `var` below is read and written only
-/// while holding `Engine.lock` (the typed result of ``QueueOperation`` likewise).
-public class AnyQueueOperation: Hashable, @unchecked Sendable, CustomStringConvertible {
+/// A handle: its scheduling state is a record in the scheduler (`Scheduler`), reached only
+/// under the scheduler's lock; the handle holds its identity and the index of that record,
+/// which it frees when it is deinitialised.
+///
+/// `@unchecked Sendable`: a non-final class cannot be checked `Sendable`; every stored property
+/// is an immutable `let` of a `Sendable` type, and subclasses add none.
+public class AnyQueueOperation: Hashable, @unchecked Sendable, CustomStringConvertible, OperationHandle {
   /// Unique in the process; also the identifier used in ``QueueEvent``s.
-  public let id = OperationID()
+  public let id: OperationID
   /// A name for debugging, events and error messages.
   public let name: String?
+  /// This operation's record in the scheduler.
+  let recordIndex: Int
 
-  // MARK: State guarded by Engine.lock
-  //
-  // `@exclusivity(unchecked)`: the lock serialises every access, and no access to one of these
-  // fields overlaps another access to the same field, so the runtime's dynamic exclusivity
-  // checks can only cost (measured: 10% of a worker's time per operation) and never catch
-  // anything here. The static checks still apply.
-
-  @exclusivity(unchecked) var _state: OperationState = .pending
-  @exclusivity(unchecked) var priority: OperationPriority
-  @exclusivity(unchecked) var cancelRequested = false
-  @exclusivity(unchecked) var wasEnqueued = false
-  /// The queue while enqueued and unfinished (keeps the queue's core alive, as Foundation's
-  /// queue is kept alive by its unfinished operations).
-  @exclusivity(unchecked) var queue: QueueCore?
-  /// Submission order (global): the tie-break among ready operations of one priority.
-  @exclusivity(unchecked) var order: UInt64 = 0
-  /// Index in the queue's record of unfinished operations.
-  @exclusivity(unchecked) var slot = 0
-  /// Set while in the queue's ready set.
-  @exclusivity(unchecked) var readyStamp: ReadyQueue<AnyQueueOperation>.Stamp?
-  /// Set while executing.
-  @exclusivity(unchecked) var worker: Worker?
-  @exclusivity(unchecked) var dependencyEdges: [DependencyEdge] = []
-  /// Unfinished operations that wait for this one; emptied when it ends.
-  @exclusivity(unchecked) var dependentEdges: [DependentEdge] = []
-  @exclusivity(unchecked) var unfinishedDependencies = 0
-  /// The body, type-erased so the worker's hot path runs no unspecialised generic code. Taken
-  /// by the worker that claims the operation; released when the operation ends (P8).
-  @exclusivity(unchecked) var body: (@Sendable () async throws -> any Sendable)?
-  /// For an operation whose work runs elsewhere and reports its end (``Engine/externalEnded``):
-  /// starts that work; called by the worker that claims it, which then moves on at once.
-  @exclusivity(unchecked) var externalStart: (@Sendable (@escaping @Sendable (Outcome) -> Void) -> Void)?
-  /// For such an operation: how `cancel()` reaches the work while it runs (there is no task).
-  @exclusivity(unchecked) var externalCancel: (@Sendable () -> Void)?
-  /// The outcome once ended: the body's value, or the error (`CancellationError` when cancelled).
-  @exclusivity(unchecked) var outcome: Outcome?
-  /// `onCompletion` handlers, bound to the result type by `QueueOperation`.
-  @exclusivity(unchecked) var completionHandlers: [@Sendable (Outcome) -> Void] = []
-  @exclusivity(unchecked) var waiters: [UnsafeContinuation<Void, Never>] = []
-  @exclusivity(unchecked) var subscribers: [EventChannel<OperationState>] = []
-
-  init(name: String?, priority: OperationPriority) {
+  /// A new operation, with its record.
+  init(name: String?, priority: OperationPriority, work: OperationWork) {
+    let id = OperationID()
+    self.id = id
     self.name = name
-    self.priority = priority
+    recordIndex = Engine.scheduler.withLock {
+      $0.createOperation(id: id, name: name, priority: priority, work: work)
+    }
   }
 
-  /// Releases the dependency graph iteratively. An operation keeps its dependencies (as
-  /// Foundation does), so a chain of 64,000 operations is a linked list 64,000 deep; releasing
-  /// its tail must not recurse once per link and overflow the stack. Operations this one holds
-  /// the last reference to have their edges moved into a work list first, so each is
-  /// deallocated with no edges left. Reading their fields without the lock is safe: holding
-  /// the only reference, nobody else can reach them (dependents point back only weakly).
+  /// A new operation whose record the caller created under the lock (`id` is the record's).
+  init(id: OperationID, name: String?, recordIndex: Int) {
+    self.id = id
+    self.name = name
+    self.recordIndex = recordIndex
+  }
+
+  /// Frees the record. What it owned (dependencies, an unrun body, the outcome) is released
+  /// after unlocking; a chain of dropped prepared operations is released one link at a time
+  /// (see `Scheduler.releaseOperation`), so releasing a 100,000-deep graph cannot overflow the
+  /// stack.
   deinit {
-    guard !dependencyEdges.isEmpty else { return }
-    var pending = dependencyEdges.map(\.operation)
-    dependencyEdges = []
-    while var operation = pending.popLast() {
-      if isKnownUniquelyReferenced(&operation) {
-        pending.append(contentsOf: operation.dependencyEdges.lazy.map(\.operation))
-        operation.dependencyEdges = []
-      }
-    }
+    if Self.releaseRecord(recordIndex, owner: id) { Engine.drainReleaseBacklog() }
   }
 
-  /// The error this operation ended with, if it did not finish. Under the lock.
-  var failure: (any Error)? {
-    if case .failure(let error) = outcome { return error }
-    return nil
-  }
-
-  /// Takes the completion handlers and binds them to the outcome. Under the lock.
-  func takeCompletion() -> (@Sendable () -> Void)? {
-    guard !completionHandlers.isEmpty, let outcome else { return nil }
-    let handlers = completionHandlers
-    completionHandlers = []
-    return {
-      for handler in handlers { handler(outcome) }
-    }
+  /// Frees the record; what it owned is released when this function returns, outside the lock.
+  /// Returns whether the caller must drain the release backlog.
+  private static func releaseRecord(_ index: Int, owner: OperationID) -> Bool {
+    let released = Engine.scheduler.withLock { $0.releaseOperation(index, owner: owner) }
+    return released.drains
   }
 
   // MARK: Public
@@ -109,12 +66,12 @@ public class AnyQueueOperation: Hashable, @unchecked Sendable, CustomStringConve
   /// Setting it re-sorts a waiting operation at once (Foundation's may not re-sort, P11).
   /// Cost: O(1), plus O(log n) for the re-sort.
   public var queuePriority: OperationPriority {
-    get { Engine.locked { _, _ in priority } }
-    set { Engine.locked { state, effects in Engine.setPriority(newValue, of: self, &state, &effects) } }
+    get { Engine.read { $0.priority(of: recordIndex) } }
+    set { Engine.read { $0.setPriority(newValue, of: recordIndex) } }
   }
 
   /// The current state. A snapshot: it may change as soon as it is read.
-  public var state: OperationState { Engine.locked { _, _ in _state } }
+  public var state: OperationState { Engine.read { $0.state(of: recordIndex) } }
 
   /// Whether the operation may start as soon as a slot is free (state `.ready`).
   ///
@@ -130,12 +87,22 @@ public class AnyQueueOperation: Hashable, @unchecked Sendable, CustomStringConve
   /// Whether ``cancel()`` was called (by you, ``ActorQueue/cancelAllOperations()``, or a
   /// cancelled input), or the body threw `CancellationError`. Stays `true` after the end,
   /// whatever the terminal state.
-  public var isCancelled: Bool { Engine.locked { _, _ in cancelRequested } }
+  public var isCancelled: Bool { Engine.read { $0.isCancelRequested(recordIndex) } }
 
-  /// The operations this one waits for, in the order they were added (typed inputs included).
-  /// Like Foundation, ended dependencies stay listed.
+  /// The error the body threw, if it threw — also when the operation ended `.cancelled`
+  /// because its cancellation had been requested (a URL session's own "cancelled" error, say:
+  /// the operation's ``QueueOperation/value`` throws `CancellationError`, and this keeps what
+  /// the body threw). `nil` while it runs, if the body returned or threw `CancellationError`,
+  /// and if it never ran. Foundation has no equivalent. Cost: O(1).
+  public var thrownError: (any Error)? { Engine.read { $0.thrownError(of: recordIndex) } }
+
+  /// The operations this one waits for, in the order they were added (typed inputs and the
+  /// queue's barriers included). Like Foundation, ended dependencies stay listed, and an
+  /// unfinished operation keeps its dependencies alive. Unlike Foundation, once this operation
+  /// has ended it no longer keeps them alive (so no two operations can keep each other alive):
+  /// it lists those that are still alive. Cost: O(dependencies).
   public var dependencies: [AnyQueueOperation] {
-    Engine.locked { _, _ in dependencyEdges.map(\.operation) }
+    Engine.read { $0.dependencies(of: recordIndex) }
   }
 
   /// Makes this operation wait until `operation` has ended, however it ends (Foundation's
@@ -162,19 +129,19 @@ public class AnyQueueOperation: Hashable, @unchecked Sendable, CustomStringConve
   public func addDependency(_ operation: AnyQueueOperation, requiring requirement: DependencyRequirement)
     throws
   {
-    let kind: DependencyEdge.Kind = requirement == .success ? .success : .completion
-    try Engine.lockedThrowing { (state, effects) throws(ActorQueueError) in
-      try Engine.addDependency(operation, to: self, kind: kind, &state, &effects)
+    try Engine.runThrowing { (scheduler) throws(ActorQueueError) in
+      try scheduler.addDependency(operation, to: recordIndex, requirement: requirement, now: Engine.now)
     }
   }
 
-  /// Removes an ordering dependency. If nothing else holds this operation, it becomes ready at
-  /// once (Foundation on Linux does not re-evaluate readiness here). No effect once this
-  /// operation has started, and none on a typed input of ``ActorQueue/addOperation(name:priority:after:_:operation:)``.
+  /// Removes a dependency added with ``addDependency(_:)``. If nothing else holds this
+  /// operation, it becomes ready at once (Foundation on Linux does not re-evaluate readiness
+  /// here). No effect once this operation has started, none on a typed input of
+  /// ``ActorQueue/addOperation(name:priority:after:_:operation:)``, and none on the ordering
+  /// behind a barrier of its queue (``ActorQueue/addBarrierBlock(name:_:)``), even when the
+  /// barrier was also added explicitly.
   public func removeDependency(_ operation: AnyQueueOperation) {
-    Engine.locked { state, effects in
-      Engine.removeDependency(operation, from: self, &state, &effects)
-    }
+    Engine.run { $0.removeDependency(operation.recordIndex, from: recordIndex, now: Engine.now) }
   }
 
   /// Asks the operation to stop.
@@ -185,11 +152,12 @@ public class AnyQueueOperation: Hashable, @unchecked Sendable, CustomStringConve
   ///   turn, P2).
   /// - Executing: cancels the task running its body (`Task.isCancelled` becomes `true`,
   ///   `withTaskCancellationHandler` handlers run, on this thread); it stays `.executing` until
-  ///   the body ends: `.cancelled` if it throws `CancellationError`, `.failed` if it throws
-  ///   another error, `.finished` if it returns.
+  ///   the body ends: `.cancelled` if it throws (any error: once cancellation was requested, a
+  ///   thrown error is taken as the body giving up; ``thrownError`` keeps it), `.finished` if
+  ///   it returns a value anyway.
   /// - Ended: no effect.
   public func cancel() {
-    Engine.locked { state, effects in Engine.cancel(self, &state, &effects) }
+    Engine.run { $0.cancel(recordIndex, now: Engine.now) }
   }
 
   /// Suspends until the operation has ended, in any terminal state.
@@ -198,13 +166,9 @@ public class AnyQueueOperation: Hashable, @unchecked Sendable, CustomStringConve
   /// operation; call ``cancel()`` for that. No thread blocks (Foundation's
   /// `waitUntilFinished()` blocks one, P7).
   public func waitUntilFinished() async {
-    await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
-      let ended = Engine.locked { _, _ in
-        if _state.isTerminal { return true }
-        waiters.append(continuation)
-        return false
-      }
-      if ended { continuation.resume() }
+    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+      let waits = Engine.read { $0.addWaiter(continuation, to: recordIndex) }
+      if !waits { continuation.resume() }
     }
   }
 
@@ -216,14 +180,7 @@ public class AnyQueueOperation: Hashable, @unchecked Sendable, CustomStringConve
   /// KVO on `"isExecuting"`/`"isFinished"` (P12).
   public var events: AsyncStream<OperationState> {
     let channel = EventChannel<OperationState>()
-    Engine.locked { _, effects in
-      _ = channel.push(_state, effects: &effects)
-      if _state.isTerminal {
-        channel.finish(effects: &effects)
-      } else {
-        subscribers.append(channel)
-      }
-    }
+    Engine.run { $0.subscribe(channel, to: recordIndex) }
     return channel.makeStream()
   }
 
@@ -263,8 +220,12 @@ public final class QueueOperation<Success: Sendable>: AnyQueueOperation, @unchec
     name: String? = nil, priority: OperationPriority = .normal,
     _ body: @escaping @Sendable () async throws -> Success
   ) {
-    super.init(name: name, priority: priority)
-    self.body = { try await body() }
+    super.init(name: name, priority: priority, work: .body { try await body() })
+  }
+
+  /// An operation whose record the caller created under the lock.
+  override init(id: OperationID, name: String?, recordIndex: Int) {
+    super.init(id: id, name: name, recordIndex: recordIndex)
   }
 
   /// An operation whose work runs outside Swift concurrency (a thread, a callback API) and
@@ -275,22 +236,29 @@ public final class QueueOperation<Success: Sendable>: AnyQueueOperation, @unchec
   /// `start` until `complete`. `start` is called on a task of the queue's and must return
   /// promptly; `cancel` is called, on the cancelling thread, if the operation is cancelled while
   /// its work runs. Later calls of `complete` are ignored.
+  ///
+  /// With `startsWhenCancelled` (Foundation's rule, for legacy operations): cancelled while
+  /// waiting in a queue, the operation is not ended at once; `start` is called at once, outside
+  /// the queue's slot accounting (it takes no slot), on the cancelling thread, and the operation
+  /// ends when the work reports its end. Without a queue it ends at once, as any operation.
   package init(
     name: String? = nil, priority: OperationPriority = .normal,
     start: @escaping @Sendable (_ complete: @escaping @Sendable (Result<Success, any Error>) -> Void) -> Void,
-    cancel: @escaping @Sendable () -> Void
+    cancel: @escaping @Sendable () -> Void, startsWhenCancelled: Bool = false
   ) {
-    super.init(name: name, priority: priority)
-    self.externalStart = { complete in
+    let externalStart: ExternalStart = { complete in
       start { result in complete(result.map { $0 as any Sendable }) }
     }
-    self.externalCancel = cancel
+    super.init(
+      name: name, priority: priority,
+      work: .external(start: externalStart, cancel: cancel, startsWhenCancelled: startsWhenCancelled))
   }
 
   /// The body's value, once the operation has ended.
   ///
-  /// - Throws: `CancellationError` if the operation was cancelled; the body's error if it
-  ///   failed. Like `Task.value`, cancelling the waiting task does not end the wait.
+  /// - Throws: `CancellationError` if the operation was cancelled (also when its body threw
+  ///   after cancellation was requested: see ``AnyQueueOperation/thrownError``); the body's
+  ///   error if it failed. Like `Task.value`, cancelling the waiting task does not end the wait.
   public var value: Success {
     get async throws { try await result.get() }
   }
@@ -300,7 +268,7 @@ public final class QueueOperation<Success: Sendable>: AnyQueueOperation, @unchec
   public var result: Result<Success, any Error> {
     get async {
       await waitUntilFinished()
-      let outcome: Outcome? = Engine.locked { _, _ in self.outcome }
+      let outcome: Outcome? = Engine.read { $0.outcome(of: recordIndex) }
       guard let outcome else { preconditionFailure("Internal inconsistency: ended without an outcome") }
       return Self.typed(outcome)
     }
@@ -315,10 +283,8 @@ public final class QueueOperation<Success: Sendable>: AnyQueueOperation, @unchec
   /// ``value`` resume. Each handler is released after it runs, so capturing the operation
   /// forms no lasting cycle (Foundation's `completionBlock` does, P8).
   public func onCompletion(_ handler: @escaping @Sendable (Result<Success, any Error>) -> Void) {
-    let ended: Outcome? = Engine.locked { _, _ in
-      if let outcome, _state.isTerminal { return outcome }
-      completionHandlers.append { outcome in handler(Self.typed(outcome)) }
-      return nil
+    let ended: Outcome? = Engine.read {
+      $0.addCompletionHandler({ outcome in handler(Self.typed(outcome)) }, to: recordIndex)
     }
     if let ended { handler(Self.typed(ended)) }
   }
@@ -331,7 +297,7 @@ public final class QueueOperation<Success: Sendable>: AnyQueueOperation, @unchec
 
   /// The value of a finished input. Called by a dependent's body.
   func inputValue() -> Success {
-    let outcome: Outcome? = Engine.locked { _, _ in self.outcome }
+    let outcome: Outcome? = Engine.read { $0.outcome(of: recordIndex) }
     guard case .success(let value) = outcome else {
       preconditionFailure("Internal inconsistency: a dependent ran before its input \(id) finished")
     }

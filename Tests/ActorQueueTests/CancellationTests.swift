@@ -149,7 +149,7 @@ struct CancellationTests {
   }
 
   @Test(
-    "A cancelled executing op ends by its body: CancellationError -> .cancelled, error -> .failed, value -> .finished; isCancelled in all",
+    "A cancelled executing op ends by its body: CancellationError or another error -> .cancelled (the error kept as thrownError), value -> .finished; isCancelled in all",
     arguments: Ending.allCases)
   func cancelledExecutingOutcomes(ending: Ending) async throws {
     let queue = ActorQueue()
@@ -178,13 +178,18 @@ struct CancellationTests {
     case .throwsCancellation:
       #expect(operation.state == .cancelled)
       #expect(throws: CancellationError.self) { try result.get() }
+      #expect(operation.thrownError == nil)
     case .throwsOtherError:
-      #expect(operation.state == .failed)
-      #expect(throws: TestFailure(code: 42)) { try result.get() }
-      await #expect(throws: TestFailure(code: 42)) { try await operation.value }
+      // Once cancellation was requested, a thrown error is the body giving up (a URL session's
+      // own "cancelled" error, say): the op ends cancelled, and the error stays available.
+      #expect(operation.state == .cancelled)
+      #expect(throws: CancellationError.self) { try result.get() }
+      await #expect(throws: CancellationError.self) { try await operation.value }
+      #expect(operation.thrownError as? TestFailure == TestFailure(code: 42))
     case .returnsValue:
       #expect(operation.state == .finished)
       #expect(try result.get() == 7)
+      #expect(operation.thrownError == nil)
     }
     let events = await log.waitForEnd(of: operation)
     log.stop()

@@ -10,7 +10,7 @@ struct LifetimeTests {
   func queueFreedAfterWork() async throws {
     var queue: ActorQueue? = ActorQueue(name: "transient", maxConcurrentOperationCount: 2)
     let weakQueue = WeakReference(queue!)
-    let weakCore = WeakReference(queue!.core)
+    let weakCore = QueueRecordProbe(queue!)
     let operations = (0..<50).map { index in queue!.addOperation { index } }
     await queue!.waitUntilAllOperationsAreFinished()
     queue = nil
@@ -23,7 +23,7 @@ struct LifetimeTests {
   @Test("A released queue keeps running its ops (as in Foundation); its core is freed once they end")
   func releasedQueueFinishesItsWork() async throws {
     var queue: ActorQueue? = ActorQueue(maxConcurrentOperationCount: 1)
-    let weakCore = WeakReference(queue!.core)
+    let weakCore = QueueRecordProbe(queue!)
     let started = Gate()
     let release = Gate()
     let first = queue!.addOperation { () -> Int in
@@ -61,7 +61,7 @@ struct LifetimeTests {
   @Test("A suspended queue released by its owner cancels its waiting ops, and frees them")
   func releasedSuspendedQueueCancelsWaitingOps() async throws {
     var queue: ActorQueue? = ActorQueue(name: "abandoned", maxConcurrentOperationCount: 1)
-    let weakCore = WeakReference(queue!.core)
+    let weakCore = QueueRecordProbe(queue!)
     let started = Gate()
     let release = Gate()
     let runs = Counter()
@@ -107,7 +107,7 @@ struct LifetimeTests {
     var queue: ActorQueue? = ActorQueue()
     queue!.isSuspended = true
     let weakQueue = WeakReference(queue!)
-    let weakCore = WeakReference(queue!.core)
+    let weakCore = QueueRecordProbe(queue!)
     let operation = queue!.addOperation { 1 }
     queue = nil
     #expect(weakQueue.isFreed)

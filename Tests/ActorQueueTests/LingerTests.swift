@@ -102,7 +102,7 @@ struct LingerTests {
   func lingererRetiresAndLetsGo() async throws {
     try await untilAWorkerLingers {
       var queue: ActorQueue? = ActorQueue()
-      let weakCore = WeakReference(queue!.core)
+      let weakCore = QueueRecordProbe(queue!)
       let lingered = await afterAnOperation(on: queue!) { $0 }
       queue = nil
       #expect(await eventually { weakCore.isFreed })

@@ -2,6 +2,32 @@ import Testing
 
 @testable import ActorQueue
 
+/// The events as `Scheduler` composes them: each change of the ready set or of the settings
+/// is followed by one decision whether a worker is needed (at the end of the event).
+extension SchedulerStateMachine {
+  fileprivate mutating func makeReady(
+    _ element: Element, order: UInt64, priority: OperationPriority
+  ) -> (stamp: ReadyQueue<Element>.Stamp, spawnWorker: Bool, wakeLingerer: Bool) {
+    let stamp = insertReady(element, order: order, priority: priority)
+    return (stamp, needsWorker(), isLingering)
+  }
+
+  fileprivate mutating func suspend(_ suspended: Bool) -> Bool {
+    setSuspended(suspended)
+    return needsWorker()
+  }
+
+  fileprivate mutating func changeLimit(_ limit: Int) -> Bool {
+    setLimit(limit)
+    return needsWorker()
+  }
+
+  fileprivate mutating func retireWorker() -> Bool {
+    workerRetired()
+    return needsWorker()
+  }
+}
+
 /// The start rule as a value: these tests run no task.
 @Suite struct SchedulerStateMachineTests {
   typealias Machine = SchedulerStateMachine<String>
@@ -84,7 +110,7 @@ import Testing
     _ = machine.makeReady("second", order: 2, priority: .normal)
     _ = machine.makeReady("third", order: 3, priority: .normal)
     _ = machine.makeReady("first", order: 1, priority: .normal)
-    _ = machine.setSuspended(false)
+    _ = machine.suspend(false)
     let ran = runToCompletion(&machine)
     #expect(ran == ["first", "second", "third"])
   }
@@ -121,18 +147,18 @@ import Testing
     }
     for (stamp, index) in stamps where index % 10 != 0 { machine.withdraw(stamp: stamp, priority: .normal) }
     #expect(machine.readyCount == 100)
-    _ = machine.setSuspended(false)
+    _ = machine.suspend(false)
     let ran = runToCompletion(&machine)
     #expect(ran == stride(from: 0, to: 1_000, by: 10).map { "op\($0)" })
   }
 
   @Test func suspensionStopsStartsAndResumingAsksForAWorker() {
     var machine = Machine(limit: 3)
-    let v9 = machine.setSuspended(true)
+    let v9 = machine.suspend(true)
     #expect(!v9)
     let v10 = machine.makeReady("a", order: 1, priority: .normal)
     #expect(!v10.spawnWorker)
-    let v11 = machine.setSuspended(false)
+    let v11 = machine.suspend(false)
     #expect(v11)
     let v12 = startWorker(&machine)
     #expect(v12 == "a")
@@ -144,14 +170,14 @@ import Testing
     let v13 = startWorker(&machine)
     #expect(v13 == "op1")
     #expect(machine.startingWorkers == 0, "the limit is 1: no worker was asked for")
-    let v15 = machine.setLimit(3)
+    let v15 = machine.changeLimit(3)
     #expect(v15)
     let v16 = startWorker(&machine)
     #expect(v16 == "op2")
     let v17 = startWorker(&machine)
     #expect(v17 == "op3")
     #expect(machine.executing == 3)
-    let v18 = machine.setLimit(1)
+    let v18 = machine.changeLimit(1)
     #expect(!v18)
     machine.operationEnded()  // op1 ends: 2 still execute, the new limit is 1
     let v19 = machine.workerStarted()
@@ -184,7 +210,7 @@ import Testing
     #expect(v25 == "a")
     machine.operationEnded()
     _ = machine.makeReady("b", order: 2, priority: .normal)
-    let v26 = machine.workerRetired()
+    let v26 = machine.retireWorker()
     #expect(v26, "its task was cancelled; a new worker takes over")
   }
 
@@ -211,7 +237,7 @@ import Testing
     let l7 = suspended.lingerIfIdle()
     #expect(!l7, "suspended, and an operation is ready")
     var empty = Machine(limit: 1)
-    _ = empty.setSuspended(true)
+    _ = empty.suspend(true)
     let l8 = empty.lingerIfIdle()
     #expect(!l8, "a suspended queue starts nothing a lingering worker could take")
   }

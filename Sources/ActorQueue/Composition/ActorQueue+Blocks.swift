@@ -31,13 +31,16 @@ extension ActorQueue {
   /// and ``operationCount``, takes a slot while its body runs, and can be cancelled (which
   /// releases the operations behind it at once). Its edges are ordinary dependencies, so cycle
   /// detection covers them: making an operation added before the barrier depend on one added
-  /// after it throws ``ActorQueueError/dependencyCycle``. Cost: O(unfinished operations).
+  /// after it throws ``ActorQueueError/dependencyCycle``. Several barriers may be unfinished at
+  /// once: an operation added later waits for every one of them. The ordering behind a barrier
+  /// cannot be removed with ``AnyQueueOperation/removeDependency(_:)``. Cost: O(unfinished
+  /// operations).
   @discardableResult
   public nonisolated func addBarrierBlock(
     name: String? = nil, _ body: @escaping @Sendable () async throws -> Void
   ) -> QueueOperation<Void> {
     let barrier = QueueOperation<Void>(name: name ?? "barrier", body)
-    Engine.locked { state, effects in Engine.addBarrier(barrier, to: core, &state, &effects) }
+    Engine.run { $0.submitBarrier(barrier, to: index, now: Engine.now) }
     return barrier
   }
 }
@@ -55,24 +58,5 @@ func runConcurrently<Value: Sendable>(_ blocks: [@Sendable () async throws -> Va
       values[index] = value
     }
     return values.map { $0! }
-  }
-}
-
-extension Engine {
-  /// Enqueues `barrier` behind every unfinished operation of `queue`, and makes it the barrier
-  /// later operations wait for.
-  static func addBarrier(
-    _ barrier: AnyQueueOperation, to queue: QueueCore, _ state: inout State, _ effects: inout Effects
-  ) {
-    for operation in queue.unfinished {
-      // The barrier is new: nothing waits for it, so no cycle can close.
-      do {
-        try addDependency(operation, to: barrier, kind: .completion, &state, &effects)
-      } catch {
-        preconditionFailure("Internal inconsistency: a new barrier refused a dependency: \(error)")
-      }
-    }
-    enqueue(barrier, into: queue, &state, &effects)
-    queue.barrier = barrier
   }
 }

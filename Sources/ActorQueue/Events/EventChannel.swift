@@ -15,7 +15,7 @@ final class EventChannel<Element: Sendable>: Sendable {
     var lastDropped: Element?
     var isFinished = false
     var isAbandoned = false
-    var consumer: UnsafeContinuation<Element?, Never>?
+    var consumer: CheckedContinuation<Element?, Never>?
 
     var isEmpty: Bool { head == buffer.count }
 
@@ -52,8 +52,8 @@ final class EventChannel<Element: Sendable>: Sendable {
 
   /// Delivers `element`. Returns `false` once the consumer is gone, so the producer can drop
   /// this channel.
-  func push(_ element: Element, effects: inout Effects) -> Bool {
-    let waiting: UnsafeContinuation<Element?, Never>?? = state.withLock { state in
+  func push<Handle: OperationHandle>(_ element: Element, effects: inout SchedulerEffects<Handle>) -> Bool {
+    let waiting: CheckedContinuation<Element?, Never>?? = state.withLock { state in
       guard !state.isAbandoned, !state.isFinished else { return .some(nil) }
       if let consumer = state.consumer {
         state.consumer = nil
@@ -76,8 +76,8 @@ final class EventChannel<Element: Sendable>: Sendable {
   }
 
   /// Ends the stream after the buffered events.
-  func finish(effects: inout Effects) {
-    let waiting = state.withLock { state -> UnsafeContinuation<Element?, Never>? in
+  func finish<Handle: OperationHandle>(effects: inout SchedulerEffects<Handle>) {
+    let waiting = state.withLock { state -> CheckedContinuation<Element?, Never>? in
       state.isFinished = true
       defer { state.consumer = nil }
       return state.consumer
@@ -87,7 +87,7 @@ final class EventChannel<Element: Sendable>: Sendable {
 
   /// The consumer went away: the stream was released, or its task cancelled.
   func abandon() {
-    let waiting = state.withLock { state -> UnsafeContinuation<Element?, Never>? in
+    let waiting = state.withLock { state -> CheckedContinuation<Element?, Never>? in
       state.isAbandoned = true
       state.buffer = []
       state.head = 0
@@ -101,7 +101,7 @@ final class EventChannel<Element: Sendable>: Sendable {
   /// whether before it suspended or while suspended.
   func next() async -> Element? {
     await withTaskCancellationHandler {
-      await withUnsafeContinuation { (continuation: UnsafeContinuation<Element?, Never>) in
+      await withCheckedContinuation { (continuation: CheckedContinuation<Element?, Never>) in
         let immediate: Element?? = state.withLock { state in
           if state.dropped > 0, let droppedMarker, let last = state.lastDropped {
             defer {
@@ -112,7 +112,12 @@ final class EventChannel<Element: Sendable>: Sendable {
           }
           if let element = state.popFirst() { return .some(element) }
           if state.isFinished || state.isAbandoned { return .some(nil) }
-          precondition(state.consumer == nil, "Internal inconsistency: two consumers on one event stream")
+          if state.consumer != nil {
+            fatalError(
+              "ActorQueue: two tasks are iterating one event stream at once. An AsyncStream has one "
+                + "consumer: give each task its own stream (each access to `events` creates a new subscriber)."
+            )
+          }
           state.consumer = continuation
           return .none
         }

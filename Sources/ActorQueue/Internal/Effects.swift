@@ -1,32 +1,72 @@
-/// What a critical section decided to do once the engine's lock is released.
-///
-/// The scheduler decides under the lock and acts outside it: starting worker tasks, resuming
-/// waiters, running completion handlers and cancelling tasks (which runs the body's
-/// cancellation handlers) are user-visible effects, and none of them may run while the lock is
-/// held. Most critical sections record none: the lists are optional, so an empty `Effects`
-/// costs no allocation and no reference counting (five empty arrays measured 10% of a worker's
-/// time per operation in retain/release alone).
-struct Effects {
-  private var spawns: [(QueueCore, Worker, WorkerAction?)]?
-  private var resumptions: [@Sendable () -> Void]?
-  private var completions: [@Sendable () -> Void]?
-  private var waiters: [UnsafeContinuation<Void, Never>]?
-  private var cancellations: [Worker]?
+/// A worker task to start.
+struct Spawn<Handle: OperationHandle>: Sendable {
+  let queue: Int
+  let taskPriority: TaskPriority?
+  let worker: Worker
+  /// Its first step, decided under the lock (an operation claimed for it), or `nil`: it claims
+  /// when it runs.
+  var first: WorkerAction<Handle>? = nil
+}
 
-  /// Start one worker task for `queue`, which claims its first operation itself.
-  mutating func spawnWorker(for queue: QueueCore) {
-    spawns.append((queue, Worker(), nil))
+/// User-owned values the scheduler let go of, released once the lock is released: the last
+/// reference to a handle, a body or an outcome may run user code (a `deinit`), which may call
+/// back into the scheduler.
+struct Garbage<Handle: OperationHandle>: Sendable {
+  /// Most events let go of one handle (an ended operation leaving its queue): no allocation.
+  private var handle: Handle?
+  private var handles: [Handle]?
+  private var values: [any Sendable]?
+
+  var hasHandles: Bool { handle != nil }
+
+  mutating func keep(handle: Handle) {
+    if self.handle == nil {
+      self.handle = handle
+    } else {
+      handles.append(handle)
+    }
   }
 
-  /// Start `worker`'s task for `queue` with its first step decided already (an operation
-  /// claimed for it under the lock), so the new task runs it without taking the lock first.
-  mutating func spawnWorker(_ worker: Worker, for queue: QueueCore, first: WorkerAction) {
-    spawns.append((queue, worker, first))
+  mutating func keep(_ value: (any Sendable)?) {
+    guard let value else { return }
+    values.append(value)
+  }
+
+  /// Takes the handles kept, leaving the other values.
+  mutating func takeHandles() -> [Handle] {
+    guard let first = handle.take() else { return [] }
+    return [first] + (handles.take() ?? [])
+  }
+}
+
+/// What an event decided to do once the scheduler's lock is released.
+///
+/// The scheduler decides under the lock and acts outside it: starting worker tasks, resuming
+/// waiters and event consumers, running completion handlers, cancelling tasks (which runs the
+/// body's cancellation handlers), starting or cancelling external work, and releasing what the
+/// user gave us are effects, and none of them may happen while the lock is held. Most events
+/// record few: the lists are optional, so an empty `SchedulerEffects` costs no allocation and no
+/// reference counting. `Engine` performs them (`perform()`); tests read them.
+struct SchedulerEffects<Handle: OperationHandle>: Sendable {
+  private(set) var spawns: [Spawn<Handle>]?
+  private(set) var resumptions: [@Sendable () -> Void]?
+  private(set) var completions: [@Sendable () -> Void]?
+  private(set) var waiters: [CheckedContinuation<Void, Never>]?
+  private(set) var cancellations: [Worker]?
+  private(set) var externalCancels: [@Sendable () -> Void]?
+  private(set) var externalStarts: [(Handle, ExternalStart)]?
+  /// An operation was made ready on a queue whose worker lingers: wake it.
+  var wakeLingerer = false
+  var garbage = Garbage<Handle>()
+
+  /// Start a worker task.
+  mutating func spawn(_ spawn: Spawn<Handle>) {
+    spawns.append(spawn)
   }
 
   /// Hand `element` to an event consumer waiting for it.
   mutating func resume<Element: Sendable>(
-    _ consumer: UnsafeContinuation<Element?, Never>, returning element: Element?
+    _ consumer: CheckedContinuation<Element?, Never>, returning element: Element?
   ) {
     resumptions.append { consumer.resume(returning: element) }
   }
@@ -37,7 +77,7 @@ struct Effects {
   }
 
   /// Wake tasks waiting for operations to end.
-  mutating func wake(_ continuations: [UnsafeContinuation<Void, Never>]) {
+  mutating func wake(_ continuations: [CheckedContinuation<Void, Never>]) {
     if waiters == nil {
       waiters = continuations
     } else {
@@ -50,24 +90,20 @@ struct Effects {
     cancellations.append(worker)
   }
 
-  /// Performs everything, in this order: workers are started first so the queue keeps moving
-  /// while user code runs; events are delivered before completion handlers, and completion
-  /// handlers run before waiters wake, so a task that awaited an operation finds its handlers
-  /// already run.
-  consuming func perform() {
-    if let spawns {
-      for (queue, worker, first) in spawns { Engine.spawnWorker(worker, for: queue, first: first) }
-    }
-    if let resumptions { for resumption in resumptions { resumption() } }
-    if let completions { for completion in completions { completion() } }
-    if let waiters { for waiter in waiters { waiter.resume() } }
-    if let cancellations { for worker in cancellations { worker.cancelTask() } }
+  /// Cancel the external work of an operation while it runs.
+  mutating func runExternalCancel(_ cancel: @escaping @Sendable () -> Void) {
+    externalCancels.append(cancel)
+  }
+
+  /// Start the external work of an operation cancelled while waiting, outside any slot.
+  mutating func startExternal(_ handle: Handle, _ start: @escaping ExternalStart) {
+    externalStarts.append((handle, start))
   }
 }
 
 extension Optional {
   /// Appends to the list, creating it on first use.
-  fileprivate mutating func append<Element>(_ element: Element) where Wrapped == [Element] {
+  mutating func append<Element>(_ element: Element) where Wrapped == [Element] {
     if self == nil {
       self = [element]
     } else {

@@ -1,84 +1,112 @@
-/// The scheduler's lock and the state it guards.
+import Synchronization
+
+/// The thin layer around the scheduler value: the lock it lives in, the worker tasks, and the
+/// effects performed after each event.
 ///
-/// One lock guards the scheduling state of every queue and operation in the process: the
-/// fields of `QueueCore`, `Worker` and `AnyQueueOperation` marked "guarded by Engine.lock".
-/// One lock, rather than one per queue, because a dependency may join operations of any two
-/// queues: releasing a dependent, cancelling across queues, checking a new edge for a cycle
-/// and placing a barrier must each see and change the whole graph atomically, and a lock
-/// hierarchy over queues would have no order to follow. Critical sections are short
-/// (constant work per transition, plus the edges it releases) and run no user code, so the
-/// lock is held briefly (a few hundred nanoseconds at most per transition). Measured on two
-/// cores: one worker runs 2,000,000 trivial operations at 0.5–0.8 µs each (body, claim and
-/// finish); the bench's independent scenarios run at 1.0–1.5 µs per
-/// operation with the submitting task on the same two cores.
+/// One lock guards the scheduling state of every queue and operation in the process (the
+/// ``Scheduler`` value), rather than one per queue, because a dependency may join operations of
+/// any two queues: releasing a dependent, cancelling across queues, checking a new edge for a
+/// cycle and placing a barrier must each see and change the whole graph atomically, and a lock
+/// hierarchy over queues would have no order to follow. Critical sections are short (constant
+/// work per transition, plus the edges it releases) and run no user code; the longest is
+/// `cancelAllOperations()`, O(operations cancelled), and another queue's submission waits for
+/// it. Measured on two cores: see `ActorQueue`'s documentation and the bench.
 ///
-/// Nested locking: only `EventChannel`'s own leaf lock is ever taken inside this one (a
-/// worker's handle lock is taken outside it).
+/// Nested locking: only `EventChannel`'s own leaf lock is ever taken inside this one (a worker's
+/// handle lock is taken outside it).
 enum Engine {
-  struct State {
-    /// Submission order: one counter for all queues (orders among ready operations).
-    var nextSubmission: UInt64 = 0
-    /// The global order of events.
-    var nextEventSequence: UInt64 = 0
-    /// Workers lingering on an idle queue (see ``LingerPolicy``): at most one in the process,
-    /// so lingering never keeps more than one thread of the pool busy.
-    var lingeringWorkers = 0
+  static let scheduler = LockedValue(Scheduler<AnyQueueOperation>())
+
+  /// Set when an operation is made ready on a queue whose worker lingers (at most one worker in
+  /// the process lingers); the lingering worker polls it without the lock, and takes the lock
+  /// only once it is set or its time is up. A hint only: the worker decides under the lock.
+  static let lingererWake = Atomic<Bool>(false)
+
+  /// The clock every event reads "now" from; the scheduler value itself only takes instants.
+  static func now() -> ContinuousClock.Instant { .now }
+
+  /// Runs an event under the lock, then performs its effects.
+  @inline(__always)
+  static func run(_ event: (inout Scheduler<AnyQueueOperation>) -> SchedulerEffects<AnyQueueOperation>) {
+    let effects = scheduler.withLock { event(&$0) }
+    effects.perform()
   }
 
-  static let lock = LockedValue(State())
-
-  /// The error of every operation cancelled before its body returned: one boxed instance,
-  /// so cancelling 100,000 waiting operations allocates no error box per operation.
-  static let cancellation: any Error = CancellationError()
-
-  /// Runs `body` under the lock, then performs the effects it decided on.
+  /// Runs an event that also returns a value, then performs its effects.
   @inline(__always)
-  static func locked<T: Sendable>(
-    _ body: (inout State, inout Effects) -> T
-  ) -> T {
-    var effects = Effects()
-    let result = lock.withLock { state in body(&state, &effects) }
+  static func run<Result>(
+    _ event: (inout Scheduler<AnyQueueOperation>) -> (Result, SchedulerEffects<AnyQueueOperation>)
+  ) -> Result {
+    let (result, effects) = scheduler.withLock { event(&$0) }
     effects.perform()
     return result
   }
 
-  /// Runs a `body` that may refuse the change under the lock, then performs its effects.
+  /// Runs an event that may refuse the change, then performs its effects.
   @inline(__always)
-  static func lockedThrowing<Result: Sendable>(
-    _ body: (inout State, inout Effects) throws(ActorQueueError) -> Result
-  ) throws(ActorQueueError) -> Result {
-    var effects = Effects()
-    let outcome: Swift.Result<Result, ActorQueueError> = lock.withLock { state in
+  static func runThrowing(
+    _ event: (inout Scheduler<AnyQueueOperation>) throws(ActorQueueError) -> SchedulerEffects<
+      AnyQueueOperation
+    >
+  ) throws(ActorQueueError) {
+    let outcome: Swift.Result<SchedulerEffects<AnyQueueOperation>, ActorQueueError> = scheduler.withLock {
+      scheduler in
       do throws(ActorQueueError) {
-        return .success(try body(&state, &effects))
+        return .success(try event(&scheduler))
       } catch {
         return .failure(error)
       }
     }
-    effects.perform()
-    return try outcome.get()
+    try outcome.get().perform()
+  }
+
+  /// Releases the handles that released operations let go of while a chain of them is being
+  /// released, batch by batch, until none is left. Each release may add more (the next links),
+  /// but never recurses: see `Scheduler.releaseOperation`.
+  static func drainReleaseBacklog() {
+    while true {
+      let batch = scheduler.withLock { $0.takeReleaseBacklog() }
+      if batch.isEmpty { return }
+    }
+  }
+
+  /// Reads the scheduler under the lock. The body must not return anything user-owned whose
+  /// last reference it could drop.
+  @inline(__always)
+  static func read<Result>(_ body: (inout Scheduler<AnyQueueOperation>) -> Result) -> Result {
+    scheduler.withLock { body(&$0) }
   }
 }
 
-/// One worker task: runs the operations its queue hands it, one after another.
+/// One worker task's handle: the task, so that `cancel()` can cancel it, and the step it starts
+/// with.
 ///
-/// `@unchecked Sendable`: `cancelRequested` is read and written only while holding
-/// `Engine.lock`; the task handle lives behind the worker's own small lock, so that attaching
-/// it right after the task is created never contends with the engine's lock, which the new
-/// task itself takes at once (measured: that contention cost an idle queue a second thread
-/// wake-up per operation).
-final class Worker: @unchecked Sendable {
-  /// The operation this worker runs was cancelled: the task is (or is about to be) cancelled,
-  /// so the worker must not run another operation in it.
-  @exclusivity(unchecked) var cancelRequested = false  // guarded by Engine.lock
-
+/// Its own small lock (not the scheduler's): attaching the task right after it was created
+/// never contends with the scheduler's lock, which the new task itself takes at once (measured:
+/// that contention cost an idle queue a second thread wake-up per operation).
+final class Worker: Sendable {
   private struct Handle {
     var task: Task<Void, Never>?
     var cancelPending = false
     var retired = false
+    /// The first step, until the task takes it.
+    var first: WorkerAction<AnyQueueOperation>?
   }
 
   private let handle = LockedValue(Handle())
+
+  init() {}
+
+  /// Gives the worker its first step (before its task exists).
+  func setFirst(_ step: WorkerAction<AnyQueueOperation>) {
+    handle.withLock { $0.first = step }
+  }
+
+  /// Takes the first step, so the task does not keep it (and the body it holds) alive until the
+  /// worker retires.
+  func takeFirst() -> WorkerAction<AnyQueueOperation>? {
+    handle.withLock { $0.first.take() }
+  }
 
   /// Records the task right after it was created; cancels it if that was asked for meanwhile.
   func attach(_ task: Task<Void, Never>) {
@@ -90,7 +118,8 @@ final class Worker: @unchecked Sendable {
     if cancel { task.cancel() }
   }
 
-  /// Cancels the task (an effect: outside the engine's lock), now or as soon as it is attached.
+  /// Cancels the task (an effect: outside the scheduler's lock), now or as soon as it is
+  /// attached.
   func cancelTask() {
     let task = handle.withLock { handle in
       handle.cancelPending = true
@@ -108,34 +137,27 @@ final class Worker: @unchecked Sendable {
   }
 }
 
-/// What a worker does after a step.
-enum WorkerAction: Sendable {
-  case run(AnyQueueOperation, @Sendable () async throws -> any Sendable)
-  /// Start the work of an externally completed operation, then claim the next.
-  case start(AnyQueueOperation, @Sendable (@escaping @Sendable (Outcome) -> Void) -> Void)
-  case yieldThenContinue
-  /// The queue went idle at this instant: poll for work, yielding in between, for at most
-  /// `LingerPolicy.window`.
-  case linger(since: ContinuousClock.Instant)
-  case retire
-}
-
 extension Engine {
   // MARK: Workers
 
-  /// Starts a worker task for `queue` (an effect: called outside the lock).
-  static func spawnWorker(_ worker: Worker, for queue: QueueCore, first: WorkerAction?) {
-    let task = Task.detached(priority: queue.taskPriority) {
-      await runWorker(worker, for: queue, first: first)
+  /// Starts a worker task (an effect: called outside the lock).
+  static func start(_ spawn: Spawn<AnyQueueOperation>) {
+    let worker = spawn.worker
+    let queue = spawn.queue
+    if let first = spawn.first { worker.setFirst(first) }
+    let task = Task.detached(priority: spawn.taskPriority) {
+      await runWorker(worker, queue: queue, first: worker.takeFirst())
     }
     worker.attach(task)
   }
 
-  private static func runWorker(_ worker: Worker, for queue: QueueCore, first: WorkerAction?) async {
-    var action = first ?? workerStarted(worker, for: queue)
+  private static func runWorker(
+    _ worker: Worker, queue: Int, first: consuming WorkerAction<AnyQueueOperation>?
+  ) async {
+    var action = first ?? run { $0.workerStarted(worker, queue: queue, now: now) }
     var streak: UInt = 0
     while true {
-      switch action {
+      switch consume action {
       case .run(let operation, let body):
         let outcome: Outcome
         do {
@@ -146,19 +168,25 @@ extension Engine {
         streak &+= 1
         // Every 4,096 operations in a row, give the thread away once: a queue of short
         // operations must not monopolise a thread of the cooperative pool.
-        action = operationEnded(
-          operation, with: outcome, in: queue, worker: worker, yieldAfter: streak % 4096 == 0)
+        let yieldAfter = streak % 4096 == 0
+        action = run {
+          $0.operationEnded(
+            operation, worker: worker, queue: queue, outcome: outcome, yieldAfter: yieldAfter, now: now)
+        }
       case .start(let operation, let start):
         start { outcome in externalEnded(operation, with: outcome) }
-        action = claimNext(worker, for: queue)
+        action = run { $0.claimNext(worker, queue: queue, now: now) }
       case .yieldThenContinue:
         await Task.yield()
-        action = workerStarted(worker, for: queue)
+        action = run { $0.workerStarted(worker, queue: queue, now: now) }
       case .linger(let start):
         // Polls without the lock: an operation made ready on this queue sets the flag.
         await Task.yield()
-        if queue.lingererWake.load(ordering: .acquiring) || start.duration(to: .now) >= LingerPolicy.window {
-          action = lingerEnded(worker, for: queue, since: start)
+        if lingererWake.load(ordering: .acquiring) || start.duration(to: .now) >= LingerPolicy.window {
+          lingererWake.store(false, ordering: .relaxed)
+          action = run { $0.lingerEnded(worker, queue: queue, since: start, now: now) }
+        } else {
+          action = .linger(since: start)
         }
       case .retire:
         worker.retire()
@@ -167,141 +195,29 @@ extension Engine {
     }
   }
 
-  /// After starting an externally completed operation (whose slot stays taken), the worker
-  /// claims the next operation, or retires.
-  private static func claimNext(_ worker: Worker, for queue: QueueCore) -> WorkerAction {
-    locked { state, effects in
-      if worker.cancelRequested { return .retire }
-      return apply(queue.machine.claimNext(), worker: worker, queue: queue, &state, &effects)
-    }
-  }
-
-  /// Stores the outcome of an operation whose work ran, releases its work, and returns the
-  /// terminal state it implies: `CancellationError` cancels (and marks it cancelled), another
-  /// error fails, a value finishes. Under the lock.
-  private static func record(_ outcome: Outcome, of operation: AnyQueueOperation) -> OperationState {
-    operation.outcome = outcome
-    operation.body = nil
-    operation.externalStart = nil
-    operation.externalCancel = nil
-    switch outcome {
-    case .success:
-      return .finished
-    case .failure(is CancellationError):
-      operation.cancelRequested = true
-      return .cancelled
-    case .failure:
-      return .failed
-    }
-  }
-
-  /// The work of an externally completed operation ended (any thread; later calls ignored).
+  /// The external work of `operation` ended (any thread; later calls ignored).
   static func externalEnded(_ operation: AnyQueueOperation, with outcome: Outcome) {
-    locked { state, effects in
-      guard operation._state == .executing, operation.worker == nil, let queue = operation.queue else {
-        return
-      }
-      let terminal = record(outcome, of: operation)
-      if queue.machine.externalOperationEnded() { effects.spawnWorker(for: queue) }
-      terminate(operation, as: terminal, &state, &effects)
-    }
+    run { $0.externalEnded(operation.recordIndex, outcome: outcome, now: now) }
   }
+}
 
-  /// A worker must be started for `queue` (the machine counted it as starting): it is created
-  /// with the next operation claimed for it here, under the lock, so that the add→start path
-  /// of an idle queue takes the lock once on each side and the new task starts with the body.
-  static func spawnClaimingWorker(for queue: QueueCore, _ state: inout State, _ effects: inout Effects) {
-    let worker = Worker()
-    let first = apply(queue.machine.workerStarted(), worker: worker, queue: queue, &state, &effects)
-    if case .retire = first { return }
-    effects.spawnWorker(worker, for: queue, first: first)
-  }
-
-  private static func workerStarted(_ worker: Worker, for queue: QueueCore) -> WorkerAction {
-    locked { state, effects in claimOrIdle(worker, for: queue, &state, &effects) }
-  }
-
-  /// A worker that holds no operation claims the next one. If there is none and the queue is
-  /// idle, it lingers when that pays (``LingerPolicy``) and no other worker lingers; otherwise
-  /// it retires, and the queue notes when it went idle. Under the lock.
-  private static func claimOrIdle(
-    _ worker: Worker, for queue: QueueCore, _ state: inout State, _ effects: inout Effects
-  ) -> WorkerAction {
-    let step = queue.machine.workerStarted()
-    if step.run == nil, queue.machine.executing == 0 {
-      let now = ContinuousClock.now
-      if queue.linger.lingerPays, state.lingeringWorkers == 0, queue.machine.lingerIfIdle() {
-        state.lingeringWorkers += 1
-        return .linger(since: now)
+extension SchedulerEffects where Handle == AnyQueueOperation {
+  /// Performs everything, in this order: workers are started first so the queue keeps moving
+  /// while user code runs; events are delivered before completion handlers, and completion
+  /// handlers run before waiters wake, so a task that awaited an operation finds its handlers
+  /// already run. What the scheduler let go of is released last.
+  consuming func perform() {
+    if wakeLingerer { Engine.lingererWake.store(true, ordering: .releasing) }
+    if let spawns { for spawn in spawns { Engine.start(spawn) } }
+    if let resumptions { for resumption in resumptions { resumption() } }
+    if let completions { for completion in completions { completion() } }
+    if let waiters { for waiter in waiters { waiter.resume() } }
+    if let cancellations { for worker in cancellations { worker.cancelTask() } }
+    if let externalCancels { for cancel in externalCancels { cancel() } }
+    if let externalStarts {
+      for (operation, start) in externalStarts {
+        start { outcome in Engine.externalEnded(operation, with: outcome) }
       }
-      queue.linger.wentIdle(at: now)
     }
-    return apply(step, worker: worker, queue: queue, &state, &effects)
-  }
-
-  /// A lingering worker was woken (an operation was made ready) or its time is up: it claims,
-  /// lingers on (the operation that woke it is gone already), or retires.
-  private static func lingerEnded(
-    _ worker: Worker, for queue: QueueCore, since start: ContinuousClock.Instant
-  ) -> WorkerAction {
-    let spell = start.duration(to: .now)
-    return locked { state, effects in
-      queue.lingererWake.store(false, ordering: .relaxed)
-      state.lingeringWorkers -= 1
-      let step = queue.machine.workerStarted()
-      guard step.run == nil else {
-        queue.linger.observe(idleSpell: spell)
-        return apply(step, worker: worker, queue: queue, &state, &effects)
-      }
-      if spell < LingerPolicy.window, queue.machine.lingerIfIdle() {
-        state.lingeringWorkers += 1
-        return .linger(since: start)
-      }
-      if spell >= LingerPolicy.window {
-        queue.linger.observe(idleSpell: spell)
-      } else if queue.machine.executing == 0 {
-        queue.linger.wentIdle(at: start)
-      }
-      return apply(step, worker: worker, queue: queue, &state, &effects)
-    }
-  }
-
-  /// The body of `operation` ended with `outcome`. Returns what the worker does next.
-  static func operationEnded(
-    _ operation: AnyQueueOperation, with outcome: Outcome, in queue: QueueCore, worker: Worker,
-    yieldAfter: Bool
-  ) -> WorkerAction {
-    locked { state, effects in
-      let terminal = record(outcome, of: operation)
-      operation.worker = nil
-      queue.machine.operationEnded()
-      terminate(operation, as: terminal, &state, &effects)
-      if worker.cancelRequested {
-        if queue.machine.workerRetired() { effects.spawnWorker(for: queue) }
-        return .retire
-      }
-      if yieldAfter { return .yieldThenContinue }
-      return claimOrIdle(worker, for: queue, &state, &effects)
-    }
-  }
-
-  private static func apply(
-    _ step: SchedulerStateMachine<AnyQueueOperation>.WorkerStep, worker: Worker, queue: QueueCore,
-    _ state: inout State, _ effects: inout Effects
-  ) -> WorkerAction {
-    if step.spawnWorker { effects.spawnWorker(for: queue) }
-    guard let operation = step.run else { return .retire }
-    operation.readyStamp = nil
-    if let start = operation.externalStart {
-      // Runs elsewhere: no worker holds it (cancel() calls its `externalCancel`).
-      transition(operation, to: .executing, &state, &effects)
-      return .start(operation, start)
-    }
-    guard let body = operation.body else {
-      preconditionFailure("Internal inconsistency: \(operation.id) was claimed twice")
-    }
-    operation.worker = worker
-    transition(operation, to: .executing, &state, &effects)
-    return .run(operation, body)
   }
 }

@@ -23,22 +23,26 @@
 /// Shared with the package's other modules and tests (`package` access), which have the same
 /// need under ThreadSanitizer.
 ///
-/// `@unchecked Sendable`: `value` is only reached through `withLock`, which holds the mutex;
-/// the mutex lives in its own allocation, so its address is stable, as pthreads require.
-package final class LockedValue<Value>: @unchecked Sendable {
+/// The value and the mutex live in allocations of their own, reached through `let` pointers:
+/// their addresses are stable, as pthreads require, and an access to the value is not a class
+/// property access, so it needs no dynamic exclusivity check (the mutex is what makes the
+/// accesses exclusive).
+package final class LockedValue<Value> {
   private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-  /// Only reached under the mutex, so the runtime's exclusivity checks would only cost.
-  @exclusivity(unchecked) private var value: Value
+  private let value: UnsafeMutablePointer<Value>
 
   package init(_ value: Value) {
     mutex = .allocate(capacity: 1)
     mutex.initialize(to: pthread_mutex_t())
     let status = pthread_mutex_init(mutex, nil)
     precondition(status == 0, "pthread_mutex_init failed: \(status)")
-    self.value = value
+    self.value = .allocate(capacity: 1)
+    self.value.initialize(to: value)
   }
 
   deinit {
+    value.deinitialize(count: 1)
+    value.deallocate()
     pthread_mutex_destroy(mutex)
     mutex.deinitialize(count: 1)
     mutex.deallocate()
@@ -51,6 +55,12 @@ package final class LockedValue<Value>: @unchecked Sendable {
   ) throws(Failure) -> Result {
     pthread_mutex_lock(mutex)
     defer { pthread_mutex_unlock(mutex) }
-    return try body(&value)
+    return try body(&value.pointee)
   }
 }
+
+/// `@unchecked Sendable` only for a `Sendable` value (as NIO's locked box): the value is only
+/// reached through `withLock`, which holds the mutex, so handing the box to another thread
+/// hands over the value under mutual exclusion, which is sound only when the value itself may
+/// cross threads.
+extension LockedValue: @unchecked Sendable where Value: Sendable {}

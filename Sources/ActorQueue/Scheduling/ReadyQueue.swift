@@ -16,7 +16,7 @@ struct ReadyQueue<Element> {
     var element: Element
   }
 
-  private struct Lane {
+  fileprivate struct Lane {
     var fifo: [Entry] = []
     var head = 0
     var heap: [Entry] = []
@@ -141,3 +141,7 @@ struct ReadyQueue<Element> {
     count = 0
   }
 }
+
+extension ReadyQueue: Sendable where Element: Sendable {}
+extension ReadyQueue.Entry: Sendable where Element: Sendable {}
+extension ReadyQueue.Lane: Sendable where Element: Sendable {}

@@ -11,7 +11,10 @@
 ///
 /// A worker whose queue went idle may *linger* (``lingerIfIdle()``): it stays counted as the
 /// starting worker, polling, so that an operation made ready meanwhile is handed to it
-/// (``makeReady(_:order:priority:)`` says so) instead of to a new task.
+/// (``isLingering`` says so) instead of to a new task.
+///
+/// Part of ``Scheduler``, which decides when to ask for a worker (``needsWorker()``): once at the
+/// end of each event, so that every operation an event makes ready is in the ready set first.
 ///
 /// The rule: an operation starts when it is ready, the queue is not suspended and
 /// `executing < limit`. Among ready operations: higher priority first, then submission order.
@@ -43,7 +46,7 @@ struct SchedulerStateMachine<Element> {
   private var canStart: Bool { !isSuspended && executing < limit && !ready.isEmpty }
 
   /// Whether a new worker must be started now; if so, it is counted as starting.
-  private mutating func needsWorker() -> Bool {
+  mutating func needsWorker() -> Bool {
     guard startingWorkers == 0, canStart else { return false }
     startingWorkers += 1
     return true
@@ -59,13 +62,12 @@ struct SchedulerStateMachine<Element> {
 
   // MARK: Events
 
-  /// An operation became ready. Returns the stamp that withdraws it, whether to start a
-  /// worker, and whether to wake the lingering worker, which will claim it.
-  mutating func makeReady(
+  /// An operation became ready. Returns the stamp that withdraws it. Whether a worker must be
+  /// started for it is asked separately (``needsWorker()``); a lingering worker will claim it.
+  mutating func insertReady(
     _ element: Element, order: UInt64, priority: OperationPriority
-  ) -> (stamp: ReadyQueue<Element>.Stamp, spawnWorker: Bool, wakeLingerer: Bool) {
-    let stamp = ready.insert(element, order: order, priority: priority)
-    return (stamp, needsWorker(), isLingering)
+  ) -> ReadyQueue<Element>.Stamp {
+    ready.insert(element, order: order, priority: priority)
   }
 
   /// A ready operation left the ready set without starting (cancelled, or pending again).
@@ -88,16 +90,14 @@ struct SchedulerStateMachine<Element> {
   }
 
   /// The limit changed. Raising it may start workers; lowering it governs every later start.
-  mutating func setLimit(_ newLimit: Int) -> Bool {
+  mutating func setLimit(_ newLimit: Int) {
     precondition(newLimit >= 1, "Internal inconsistency: limit \(newLimit) was not validated")
     limit = newLimit
-    return needsWorker()
   }
 
   /// The queue was suspended or resumed.
-  mutating func setSuspended(_ suspended: Bool) -> Bool {
+  mutating func setSuspended(_ suspended: Bool) {
     isSuspended = suspended
-    return needsWorker()
   }
 
   /// A worker task began to run: it claims the next operation, or retires.
@@ -135,19 +135,18 @@ struct SchedulerStateMachine<Element> {
     claim()
   }
 
-  /// An externally completed operation ended: its slot is free. Returns whether a worker must be
-  /// started for the operations waiting for it.
-  mutating func externalOperationEnded() -> Bool {
+  /// An externally completed operation ended: its slot is free.
+  mutating func externalOperationEnded() {
     precondition(executing > 0, "Internal inconsistency: an operation ended that held no slot")
     executing -= 1
-    return needsWorker()
   }
 
-  /// A starting worker retires without claiming (its task was cancelled). Returns whether a
-  /// replacement must be started.
-  mutating func workerRetired() -> Bool {
+  /// A starting worker retires without claiming (its task was cancelled).
+  mutating func workerRetired() {
     precondition(startingWorkers > 0, "Internal inconsistency: a worker retired that was not starting")
     startingWorkers -= 1
-    return needsWorker()
   }
 }
+
+extension SchedulerStateMachine: Sendable where Element: Sendable {}
+extension SchedulerStateMachine.WorkerStep: Sendable where Element: Sendable {}

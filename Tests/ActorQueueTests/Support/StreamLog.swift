@@ -177,17 +177,17 @@ struct TestFailure: Error, Equatable {
 /// The number of tasks currently suspended in `waitUntilFinished()`/`value`/`result` of
 /// `operation`. Lets a test know a waiter is really registered before it cancels it.
 func registeredWaiters(of operation: AnyQueueOperation) -> Int {
-  Engine.locked { _, _ in operation.waiters.count }
+  Engine.read { $0.operations[operation.recordIndex].waiters.count }
 }
 
 /// The number of tasks suspended in `waitUntilAllOperationsAreFinished()` of `queue`.
 func registeredAllFinishedWaiters(of queue: ActorQueue) -> Int {
-  Engine.locked { _, _ in queue.core.allFinishedWaiters.count }
+  Engine.read { $0.queues[queue.index].allFinishedWaiters.count }
 }
 
 /// The number of live subscribers of `queue.events`.
 func queueSubscriberCount(of queue: ActorQueue) -> Int {
-  Engine.locked { _, _ in queue.core.subscribers.count }
+  Engine.read { $0.queues[queue.index].subscribers.count }
 }
 
 /// The OperationState sequence of one operation in a queue trace.
@@ -203,15 +203,27 @@ func startOrder(in events: [QueueEvent]) -> [OperationID] {
 /// Makes the next worker that finds `queue` idle linger, as if its last idle spell had been
 /// short (it still does not if another worker in the process lingers at that moment).
 func primeLinger(_ queue: ActorQueue) {
-  Engine.locked { _, _ in queue.core.linger.observe(idleSpell: .zero) }
+  Engine.read { $0.queues[queue.index].linger.observe(idleSpell: .zero) }
 }
 
 /// Whether a worker of `queue` lingers now.
 func workerLingers(on queue: ActorQueue) -> Bool {
-  Engine.locked { _, _ in queue.core.machine.isLingering }
+  Engine.read { $0.queues[queue.index].machine.isLingering }
 }
 
 /// The workers lingering in the process now (at most one).
 func lingeringWorkers() -> Int {
-  Engine.locked { state, _ in state.lingeringWorkers }
+  Engine.read { $0.lingeringWorkers }
+}
+
+/// Tells whether a queue's scheduling record has been freed (the `ActorQueue` and all its work
+/// are gone), without keeping the queue alive.
+struct QueueRecordProbe: Sendable {
+  let reference: QueueReference
+
+  init(_ queue: ActorQueue) {
+    reference = queue.reference
+  }
+
+  var isFreed: Bool { !Engine.read { $0.isLive(reference) } }
 }

@@ -1,0 +1,193 @@
+/// How a dependency releases its dependent.
+///
+/// Foundation knows only ``completion``: a dependent runs once its dependency has ended,
+/// however it ended. ``success`` is the policy users of Operation libraries have long written
+/// by hand: the dependent runs only if the dependency finished; otherwise it ends at once,
+/// using no slot, as a data dependency does.
+public enum DependencyRequirement: Sendable, Hashable {
+  /// Release the dependent when the dependency ends: finished, failed or cancelled
+  /// (Foundation's rule).
+  case completion
+  /// Release the dependent only when the dependency `.finished`. If the dependency failed,
+  /// the dependent ends `.failed` with a ``DependencyFailedError``; if it was cancelled, the
+  /// dependent ends `.cancelled`. Both happen at once and propagate transitively.
+  case success
+}
+
+/// Which part of an edge a link adds: an edge may be explicit, an input and a barrier edge at
+/// once, and `removeDependency` removes only the explicit part.
+enum EdgePart: Sendable {
+  case explicit(requiresSuccess: Bool)
+  case input
+  case barrier
+}
+
+/// The dependency graph: edges, the cycle check, and what an ended dependency does.
+extension Scheduler {
+  /// `addDependency`: makes `dependent` wait for `dependency`, refusing a cycle or a started
+  /// dependent.
+  ///
+  /// - Throws: `.alreadyStarted` if `dependent` has started or ended; `.dependencyCycle` if
+  ///   `dependency` already waits for `dependent`, directly or not. Nothing changes then.
+  mutating func addDependency(
+    _ dependency: Handle, to dependent: Int, requirement: DependencyRequirement,
+    now: () -> ContinuousClock.Instant
+  ) throws(ActorQueueError) -> Effects {
+    guard operations[dependent].state == .pending || operations[dependent].state == .ready,
+      !operations[dependent].isDetached
+    else { throw .alreadyStarted }
+    let isNew = !operations[dependent].dependencies.contains { $0.index == dependency.recordIndex }
+    if isNew, createsCycle(dependency.recordIndex, dependent) { throw .dependencyCycle }
+    var effects = Effects()
+    link(dependency, to: dependent, part: .explicit(requiresSuccess: requirement == .success), &effects)
+    settle(now: now, &effects)
+    return effects
+  }
+
+  /// Adds `part` of the edge `dependency → dependent` (a new edge, or a part of an existing
+  /// one), without checks: the caller knows it closes no cycle and `dependent` has not started.
+  /// A dependency that has ended already is satisfied at once, unless it had to succeed and did
+  /// not: then `dependent` ends at once.
+  mutating func link(_ dependency: Handle, to dependent: Int, part: EdgePart, _ effects: inout Effects) {
+    let index = dependency.recordIndex
+    let dependencyEnded = operations[index].state.isTerminal
+    let position: Int
+    let requiredSuccessBefore: Bool
+    if let existing = operations[dependent].dependencies.firstIndex(where: { $0.index == index }) {
+      position = existing
+      requiredSuccessBefore = operations[dependent].dependencies[existing].requiresSuccess
+    } else {
+      operations[dependent].dependencies.append(DependencyEdge(index: index, handle: dependency))
+      position = operations[dependent].dependencies.count - 1
+      requiredSuccessBefore = false
+      if !dependencyEnded {
+        operations[index].dependents.append(
+          DependentEntry(index: dependent, id: operations[dependent].id, requiresSuccess: false))
+        operations[dependent].unfinishedDependencies += 1
+        if operations[dependent].readyStamp != nil {
+          withdrawFromReady(dependent)
+          transition(dependent, to: .pending, &effects)
+        }
+      }
+    }
+    switch part {
+    case .explicit(let requiresSuccess):
+      operations[dependent].dependencies[position].isExplicit = true
+      if requiresSuccess { operations[dependent].dependencies[position].explicitRequiresSuccess = true }
+    case .input:
+      operations[dependent].dependencies[position].isInput = true
+    case .barrier:
+      operations[dependent].dependencies[position].isBarrier = true
+    }
+    let requiresSuccess = operations[dependent].dependencies[position].requiresSuccess
+    guard requiresSuccess, !requiredSuccessBefore else { return }
+    if dependencyEnded {
+      if operations[index].state != .finished {
+        endForFailedDependency(dependent, dependency: index, &effects)
+      }
+    } else {
+      setDependentRequirement(of: dependent, on: index, requiresSuccess: true)
+    }
+  }
+
+  /// Updates the requirement the unfinished `dependency` keeps for `dependent`.
+  private mutating func setDependentRequirement(of dependent: Int, on dependency: Int, requiresSuccess: Bool)
+  {
+    let id = operations[dependent].id
+    if let entry = operations[dependency].dependents.firstIndex(where: {
+      $0.index == dependent && $0.id == id
+    }) {
+      operations[dependency].dependents[entry].requiresSuccess = requiresSuccess
+    }
+  }
+
+  /// `removeDependency`: removes the explicit part of an edge; a typed input and the queue's
+  /// barrier ordering stay. No effect once `dependent` has started.
+  mutating func removeDependency(
+    _ dependency: Int, from dependent: Int, now: () -> ContinuousClock.Instant
+  ) -> Effects {
+    var effects = Effects()
+    guard operations[dependent].state == .pending || operations[dependent].state == .ready,
+      !operations[dependent].isDetached,
+      let position = operations[dependent].dependencies.firstIndex(where: { $0.index == dependency }),
+      operations[dependent].dependencies[position].isExplicit
+    else { return effects }
+    let requiredSuccess = operations[dependent].dependencies[position].requiresSuccess
+    operations[dependent].dependencies[position].isExplicit = false
+    operations[dependent].dependencies[position].explicitRequiresSuccess = false
+    let dependencyEnded = operations[dependency].state.isTerminal
+    guard operations[dependent].dependencies[position].isEmpty else {
+      let requiresSuccess = operations[dependent].dependencies[position].requiresSuccess
+      if !dependencyEnded, requiresSuccess != requiredSuccess {
+        setDependentRequirement(of: dependent, on: dependency, requiresSuccess: requiresSuccess)
+      }
+      return effects
+    }
+    let edge = operations[dependent].dependencies.remove(at: position)
+    if let handle = edge.handle { effects.garbage.keep(handle: handle) }
+    guard !dependencyEnded else { return effects }  // its end counted already
+    let id = operations[dependent].id
+    if let entry = operations[dependency].dependents.firstIndex(where: {
+      $0.index == dependent && $0.id == id
+    }) {
+      operations[dependency].dependents.remove(at: entry)
+    }
+    operations[dependent].unfinishedDependencies -= 1
+    if operations[dependent].unfinishedDependencies == 0, operations[dependent].state == .pending,
+      operations[dependent].queue >= 0
+    {
+      makeReady(dependent, &effects)
+    }
+    settle(now: now, &effects)
+    return effects
+  }
+
+  /// Whether `dependency → dependent` would close a cycle: whether `dependency` already waits,
+  /// directly or not, for `dependent`.
+  ///
+  /// Cost: O(1) when `dependent` has no dependents or `dependency` no dependencies (building a
+  /// graph in submission order, chains and fans included); otherwise a depth-first search over
+  /// the unfinished operations that wait for `dependent`, O(their count + their edges).
+  /// Ended operations are never searched: they keep no dependents, and own nothing (so no
+  /// ownership cycle can form through them either).
+  func createsCycle(_ dependency: Int, _ dependent: Int) -> Bool {
+    if dependency == dependent { return true }
+    if operations[dependency].state.isTerminal || operations[dependent].dependents.isEmpty
+      || operations[dependency].dependencies.isEmpty
+    {
+      return false
+    }
+    var visited: Set<Int> = [dependent]
+    var stack = [dependent]
+    while let operation = stack.popLast() {
+      for entry in operations[operation].dependents where isUnfinished(entry) {
+        if entry.index == dependency { return true }
+        if visited.insert(entry.index).inserted { stack.append(entry.index) }
+      }
+    }
+    return false
+  }
+
+  /// Whether a dependent entry still names an unfinished operation (not ended, not freed).
+  func isUnfinished(_ entry: DependentEntry) -> Bool {
+    operations[entry.index].owner == entry.id && !operations[entry.index].state.isTerminal
+      && !operations[entry.index].isDetached
+  }
+
+  /// Ends `dependent` because `dependency`, which it required to finish, did not: cancelled
+  /// with it, or failed with a ``DependencyFailedError``.
+  mutating func endForFailedDependency(_ dependent: Int, dependency: Int, _ effects: inout Effects) {
+    if operations[dependency].state == .cancelled {
+      cancelWaiting(dependent, &effects)
+    } else {
+      terminate(dependent, as: .failed, error: dependencyFailure(of: dependency), &effects)
+    }
+  }
+
+  /// The error of a dependent of `dependency`, which failed.
+  func dependencyFailure(of dependency: Int) -> DependencyFailedError {
+    DependencyFailedError(
+      inputID: operations[dependency].id, inputName: operations[dependency].name,
+      failure: operations[dependency].failure ?? cancellationError)
+  }
+}

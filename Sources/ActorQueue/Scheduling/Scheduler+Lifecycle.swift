@@ -1,0 +1,238 @@
+/// The error of every operation cancelled before its body returned: one boxed instance, so
+/// cancelling 100,000 waiting operations allocates no error box per operation.
+let cancellationError: any Error = CancellationError()
+
+/// The end of an operation, and cancellation.
+extension Scheduler {
+  // MARK: Cancellation
+
+  /// `cancel()`: a waiting operation ends at once; an executing one has its task cancelled.
+  mutating func cancel(_ index: Int, now: () -> ContinuousClock.Instant) -> Effects {
+    var effects = Effects()
+    cancel(index, &effects)
+    settle(now: now, &effects)
+    return effects
+  }
+
+  /// `cancelAllOperations()`: cancels every unfinished operation of `queue`. Starts are decided
+  /// only after every one of them is cancelled, so an operation that a cancellation makes ready
+  /// (its dependency was cancelled) is cancelled too before anything could claim it. O(n).
+  mutating func cancelAll(in queue: Int, now: () -> ContinuousClock.Instant) -> Effects {
+    var effects = Effects()
+    let handles = queues[queue].submitted
+    // Every ready operation is about to end: withdrawing them all at once keeps cancelling n
+    // waiting operations O(n).
+    queues[queue].machine.withdrawAll()
+    for handle in handles {
+      guard let index = handle?.recordIndex else { continue }
+      operations[index].readyStamp = nil
+    }
+    for handle in handles {
+      guard let index = handle?.recordIndex else { continue }
+      cancel(index, &effects)
+    }
+    settle(now: now, &effects)
+    return effects
+  }
+
+  mutating func cancel(_ index: Int, _ effects: inout Effects) {
+    guard !operations[index].state.isTerminal, !operations[index].isDetached else { return }
+    operations[index].cancelRequested = true
+    switch operations[index].state {
+    case .executing, .paused:
+      if let worker = operations[index].worker {
+        guard !operations[index].taskCancelled else { return }
+        operations[index].taskCancelled = true
+        effects.cancel(worker)
+      } else if case .external(_, let cancel, _) = operations[index].work, operations[index].runsExternally {
+        effects.runExternalCancel(cancel)
+      } else {
+        preconditionFailure("Internal inconsistency: \(operations[index].id) executes with no work")
+      }
+    case .pending, .ready:
+      cancelWaiting(index, &effects)
+    case .finished, .failed, .cancelled:
+      preconditionFailure("Internal inconsistency: terminal states were handled above")
+    }
+  }
+
+  /// Cancels an operation that has not started: it ends `.cancelled` at once, or, if its work
+  /// starts when cancelled (a legacy operation), that work is started outside the slot
+  /// accounting and the operation ends when it reports its end.
+  mutating func cancelWaiting(_ index: Int, _ effects: inout Effects) {
+    operations[index].cancelRequested = true
+    if operations[index].startsWhenCancelled, operations[index].queue >= 0 {
+      detach(index, &effects)
+    } else {
+      terminate(index, as: .cancelled, error: cancellationError, &effects)
+    }
+  }
+
+  /// Starts the external work of a cancelled waiting operation, holding no slot.
+  private mutating func detach(_ index: Int, _ effects: inout Effects) {
+    guard case .external(let start, _, _) = operations[index].work,
+      let handle = queues[operations[index].queue].submitted[operations[index].slot]
+    else { preconditionFailure("Internal inconsistency: detaching an operation with no external work") }
+    withdrawFromReady(index)
+    operations[index].isDetached = true
+    operations[index].runsExternally = true
+    effects.startExternal(handle, start)
+  }
+
+  // MARK: The end
+
+  /// Stores the outcome of an operation whose work ran, and returns the terminal state it
+  /// implies. Once cancellation was requested, a thrown error cancels: the operation ends
+  /// `.cancelled` (its value throws `CancellationError`) and the thrown error is kept as its
+  /// ``thrownError(of:)``. A thrown `CancellationError` cancels (and marks it cancelled); any
+  /// other error fails; a value finishes, even after a cancellation request.
+  mutating func record(_ outcome: Outcome, of index: Int) -> OperationState {
+    switch outcome {
+    case .success:
+      operations[index].outcome = outcome
+      return .finished
+    case .failure(let error as CancellationError):
+      operations[index].outcome = .failure(error)
+      operations[index].cancelRequested = true
+      return .cancelled
+    case .failure(let error):
+      operations[index].thrownError = error
+      if operations[index].cancelRequested {
+        operations[index].outcome = .failure(cancellationError)
+        return .cancelled
+      }
+      operations[index].outcome = outcome
+      return .failed
+    }
+  }
+
+  /// Ends `index` in `terminal` state and releases everything that waited for it: its waiters,
+  /// completion handlers, subscribers, queue slot record and dependents. Dependents that
+  /// required it to succeed end too, transitively (a work list, not recursion, so a long chain
+  /// cannot exhaust the stack; an operation reached twice, as the bottom of a diamond, ends
+  /// once). `error`: the operation ends without its work having run (cancelled while waiting,
+  /// or a required input did not finish); `nil` when the outcome was recorded already.
+  mutating func terminate(
+    _ index: Int, as terminal: OperationState, error: (any Error)?, _ effects: inout Effects
+  ) {
+    var work: [(Int, OperationState, (any Error)?)] = []
+    endOne(index, as: terminal, error: error, into: &work, &effects)
+    while let (dependent, terminal, error) = work.popLast() {
+      guard !operations[dependent].state.isTerminal, !operations[dependent].isDetached else { continue }
+      if terminal == .cancelled, operations[dependent].startsWhenCancelled {
+        cancelWaiting(dependent, &effects)
+        continue
+      }
+      endOne(dependent, as: terminal, error: error, into: &work, &effects)
+    }
+  }
+
+  private mutating func endOne(
+    _ index: Int, as terminal: OperationState, error: (any Error)?,
+    into work: inout [(Int, OperationState, (any Error)?)], _ effects: inout Effects
+  ) {
+    precondition(terminal.isTerminal, "Internal inconsistency: ending in non-terminal state \(terminal)")
+    precondition(
+      !operations[index].state.isTerminal, "Internal inconsistency: \(operations[index].id) ended twice")
+    withdrawFromReady(index)
+    if let error {
+      operations[index].outcome = .failure(error)
+      if terminal == .cancelled { operations[index].cancelRequested = true }
+    }
+    if let unused = operations[index].work {
+      // A body that never ran, or external work that ended: released after unlocking.
+      effects.garbage.keep(unused)
+      operations[index].work = nil
+    }
+    operations[index].isDetached = false
+    operations[index].runsExternally = false
+
+    // Events: the subscriber streams end after the terminal state.
+    operations[index].state = terminal
+    if !operations[index].subscribers.isEmpty {
+      for subscriber in operations[index].subscribers where subscriber.push(terminal, effects: &effects) {
+        subscriber.finish(effects: &effects)
+      }
+      operations[index].subscribers = []
+    }
+    let queue = operations[index].queue
+    if queue >= 0 {
+      emit(
+        .operation(id: operations[index].id, name: operations[index].name, state: terminal), in: queue,
+        &effects)
+      operations[index].queue = -1
+      leave(queue, slot: operations[index].slot, &effects)
+      if operations[index].isBarrier { queues[queue].barriers.removeFirst(index) }
+    }
+
+    if !operations[index].completionHandlers.isEmpty, let outcome = operations[index].outcome {
+      let handlers = operations[index].completionHandlers
+      operations[index].completionHandlers = []
+      effects.complete {
+        for handler in handlers { handler(outcome) }
+      }
+    }
+    if !operations[index].waiters.isEmpty {
+      effects.wake(operations[index].waiters)
+      operations[index].waiters = []
+    }
+
+    // Dependents: each counts this dependency as ended.
+    if !operations[index].dependents.isEmpty {
+      let dependents = operations[index].dependents
+      operations[index].dependents = []
+      for entry in dependents where isUnfinished(entry) {
+        let dependent = entry.index
+        precondition(
+          operations[dependent].state == .pending && operations[dependent].unfinishedDependencies > 0,
+          "Internal inconsistency: \(operations[dependent].id) was \(operations[dependent].state) with an unfinished dependency"
+        )
+        operations[dependent].unfinishedDependencies -= 1
+        if entry.requiresSuccess && terminal != .finished {
+          if terminal == .cancelled {
+            work.append((dependent, .cancelled, cancellationError))
+          } else {
+            work.append((dependent, .failed, dependencyFailure(of: index)))
+          }
+        } else if operations[dependent].unfinishedDependencies == 0, operations[dependent].queue >= 0 {
+          makeReady(dependent, &effects)
+        }
+      }
+    }
+
+    // An ended operation no longer owns its dependencies (no retain cycle can form through it);
+    // it lists those still alive.
+    for position in operations[index].dependencies.indices {
+      guard let handle = operations[index].dependencies[position].handle else { continue }
+      operations[index].dependencies[position].weakHandle = WeakHandle(object: handle)
+      operations[index].dependencies[position].handle = nil
+      effects.garbage.keep(handle: handle)
+    }
+  }
+
+  /// Forgets the ended operation in `slot` of `queue`'s list; wakes the queue's waiters when
+  /// none is left, and frees a released queue that is done.
+  private mutating func leave(_ queue: Int, slot: Int, _ effects: inout Effects) {
+    guard let handle = queues[queue].submitted[slot] else {
+      preconditionFailure("Internal inconsistency: an operation left its queue twice")
+    }
+    queues[queue].submitted[slot] = nil
+    effects.garbage.keep(handle: handle)
+    queues[queue].holes += 1
+    if queues[queue].holes == queues[queue].submitted.count {
+      queues[queue].submitted.removeAll(keepingCapacity: queues[queue].submitted.count <= 1024)
+      queues[queue].holes = 0
+      if !queues[queue].allFinishedWaiters.isEmpty {
+        effects.wake(queues[queue].allFinishedWaiters)
+        queues[queue].allFinishedWaiters = []
+      }
+      freeQueueIfDone(queue, &effects)
+    } else if queues[queue].holes > 64 && queues[queue].holes * 2 > queues[queue].submitted.count {
+      queues[queue].submitted.removeAll { $0 == nil }
+      queues[queue].holes = 0
+      for (slot, handle) in queues[queue].submitted.enumerated() {
+        operations[handle!.recordIndex].slot = slot
+      }
+    }
+  }
+}

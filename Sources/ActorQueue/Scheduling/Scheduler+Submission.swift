@@ -1,0 +1,110 @@
+/// Submission: adding operations to a queue, barriers, and becoming ready.
+extension Scheduler {
+  /// Adds prepared operations to `queue`: all of them, or none. The batch is added whole, then
+  /// scheduled, so its operations start by priority, not in the order of the array.
+  ///
+  /// - Throws: `.alreadyEnqueued` if one was added before or appears twice; `.dependencyCycle`
+  ///   if waiting for the queue's barriers would close a cycle. Nothing changes then.
+  mutating func submit(
+    _ handles: [Handle], to queue: Int, now: () -> ContinuousClock.Instant
+  ) throws(ActorQueueError) -> Effects {
+    if handles.count == 1 {
+      guard !operations[handles[0].recordIndex].wasEnqueued else { throw .alreadyEnqueued }
+    } else {
+      var seen = Set<Int>(minimumCapacity: handles.count)
+      for handle in handles {
+        guard !operations[handle.recordIndex].wasEnqueued, seen.insert(handle.recordIndex).inserted else {
+          throw .alreadyEnqueued
+        }
+      }
+    }
+    // Waiting for a barrier must not close a cycle (a prepared operation that something before
+    // the barrier waits for). The checks are independent of each other: the barrier edges
+    // added below lead away from the barriers, never back to them.
+    for barrier in queues[queue].barriers {
+      for handle in handles where createsCycle(barrier, handle.recordIndex) { throw .dependencyCycle }
+    }
+    var effects = Effects()
+    for handle in handles { enqueue(handle, into: queue, &effects) }
+    settle(now: now, &effects)
+    return effects
+  }
+
+  /// Adds a new operation whose typed inputs are `inputs`, in one step: it can neither close a
+  /// cycle (nothing waits for it yet) nor have started. If an input has failed or been
+  /// cancelled already, it ends at once, in the queue's order of events, without running.
+  mutating func submit(
+    _ handle: Handle, inputs: [Handle], to queue: Int, now: () -> ContinuousClock.Instant
+  ) -> Effects {
+    var effects = Effects()
+    let index = handle.recordIndex
+    for input in inputs where !operations[index].state.isTerminal {
+      link(input, to: index, part: .input, &effects)
+    }
+    enqueue(handle, into: queue, &effects)
+    settle(now: now, &effects)
+    return effects
+  }
+
+  /// Adds `barrier` behind every unfinished operation of `queue`; operations added later wait
+  /// for it (and for every earlier barrier still unfinished). O(unfinished operations).
+  mutating func submitBarrier(_ barrier: Handle, to queue: Int, now: () -> ContinuousClock.Instant) -> Effects
+  {
+    var effects = Effects()
+    let index = barrier.recordIndex
+    operations[index].isBarrier = true
+    for handle in queues[queue].submitted {
+      // The barrier is new: nothing waits for it, so no cycle can close.
+      guard let handle else { continue }
+      link(handle, to: index, part: .barrier, &effects)
+    }
+    enqueue(barrier, into: queue, &effects)
+    if !operations[index].state.isTerminal { queues[queue].barriers.append(index) }
+    settle(now: now, &effects)
+    return effects
+  }
+
+  /// Adds one operation known not to be enqueued yet.
+  private mutating func enqueue(_ handle: Handle, into queue: Int, _ effects: inout Effects) {
+    let index = handle.recordIndex
+    operations[index].wasEnqueued = true
+    // An operation that ended before it was added (cancelled, or an input it required failed)
+    // has nothing left to do; it is accepted and stays as it is.
+    guard !operations[index].state.isTerminal else { return }
+    nextSubmission += 1
+    operations[index].order = nextSubmission
+    operations[index].queue = queue
+    operations[index].slot = queues[queue].submitted.count
+    queues[queue].submitted.append(handle)
+    for barrier in queues[queue].barriers {
+      guard let barrierHandle = queues[queue].submitted[operations[barrier].slot] else {
+        preconditionFailure("Internal inconsistency: an unfinished barrier left its queue")
+      }
+      link(barrierHandle, to: index, part: .barrier, &effects)
+    }
+    if operations[index].unfinishedDependencies == 0 {
+      makeReady(index, &effects)
+    } else {
+      emit(
+        .operation(id: operations[index].id, name: operations[index].name, state: .pending), in: queue,
+        &effects)
+    }
+  }
+
+  /// A pending, enqueued operation whose dependencies have all ended enters its queue's ready
+  /// set. Whether it starts is decided at the end of the event (``settle(now:_:)``).
+  mutating func makeReady(_ index: Int, _ effects: inout Effects) {
+    let queue = operations[index].queue
+    transition(index, to: .ready, &effects)
+    operations[index].readyStamp = queues[queue].machine.insertReady(
+      index, order: operations[index].order, priority: operations[index].priority)
+    touch(queue)
+  }
+
+  /// Takes `index` out of its queue's ready set, if it is there.
+  mutating func withdrawFromReady(_ index: Int) {
+    guard let stamp = operations[index].readyStamp else { return }
+    queues[operations[index].queue].machine.withdraw(stamp: stamp, priority: operations[index].priority)
+    operations[index].readyStamp = nil
+  }
+}

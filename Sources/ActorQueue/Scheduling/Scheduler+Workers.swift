@@ -1,0 +1,167 @@
+/// What a worker does after a step.
+enum WorkerAction<Handle: OperationHandle>: Sendable {
+  /// Run this operation's body, then report ``Scheduler/operationEnded(_:worker:queue:outcome:yieldAfter:now:)``.
+  case run(operation: Int, body: OperationBody)
+  /// Start the work of an externally completed operation (it keeps its slot until the work
+  /// reports its end), then claim the next (``Scheduler/claimNext(_:queue:now:)``).
+  case start(operation: Handle, start: ExternalStart)
+  /// Give the thread away once, then claim the next (``Scheduler/workerStarted(_:queue:now:)``).
+  case yieldThenContinue
+  /// The queue went idle at this instant: poll for work, yielding in between, for at most
+  /// `LingerPolicy.window`, then report ``Scheduler/lingerEnded(_:queue:since:now:)``.
+  case linger(since: ContinuousClock.Instant)
+  /// End the worker task.
+  case retire
+}
+
+/// The workers' events.
+extension Scheduler {
+  /// A worker task began (or came back from a yield): it claims the next operation, lingers, or
+  /// retires.
+  mutating func workerStarted(
+    _ worker: Worker, queue: Int, now: () -> ContinuousClock.Instant
+  ) -> (WorkerAction<Handle>, Effects) {
+    var effects = Effects()
+    let action = claimOrIdle(worker, queue: queue, now: now, &effects)
+    settle(now: now, &effects)
+    return (action, effects)
+  }
+
+  /// The body of `index`, run by `worker`, ended with `outcome`. The worker claims the next
+  /// operation in the same critical section (or yields first, when `yieldAfter`), unless its
+  /// task was cancelled: then it retires and a replacement is asked for if work waits.
+  mutating func operationEnded(
+    _ index: Int, worker: Worker, queue: Int, outcome: Outcome, yieldAfter: Bool,
+    now: () -> ContinuousClock.Instant
+  ) -> (WorkerAction<Handle>, Effects) {
+    var effects = Effects()
+    precondition(
+      operations[index].worker === worker,
+      "Internal inconsistency: a worker ended an operation it did not run")
+    let terminal = record(outcome, of: index)
+    operations[index].worker = nil
+    let taskCancelled = operations[index].taskCancelled
+    operations[index].taskCancelled = false
+    queues[queue].machine.operationEnded()
+    terminate(index, as: terminal, error: nil, &effects)
+    let action: WorkerAction<Handle>
+    if taskCancelled {
+      queues[queue].machine.workerRetired()
+      touch(queue)
+      freeQueueIfDone(queue, &effects)
+      action = .retire
+    } else if yieldAfter {
+      action = .yieldThenContinue
+    } else {
+      action = claimOrIdle(worker, queue: queue, now: now, &effects)
+    }
+    settle(now: now, &effects)
+    return (action, effects)
+  }
+
+  /// A worker that started external work claims the next ready operation, if a slot is free,
+  /// or retires.
+  mutating func claimNext(
+    _ worker: Worker, queue: Int, now: () -> ContinuousClock.Instant
+  ) -> (WorkerAction<Handle>, Effects) {
+    var effects = Effects()
+    let action = apply(queues[queue].machine.claimNext(), worker: worker, queue: queue, &effects)
+    settle(now: now, &effects)
+    return (action, effects)
+  }
+
+  /// The external work of `index` reported its end (from any thread; a second report, or one
+  /// for an operation whose work is not running, is ignored). Frees its slot, unless it ran
+  /// detached.
+  mutating func externalEnded(_ index: Int, outcome: Outcome, now: () -> ContinuousClock.Instant) -> Effects {
+    var effects = Effects()
+    guard operations[index].runsExternally, !operations[index].state.isTerminal else { return effects }
+    let queue = operations[index].queue
+    if !operations[index].isDetached {
+      queues[queue].machine.externalOperationEnded()
+      touch(queue)
+    }
+    let terminal = record(outcome, of: index)
+    terminate(index, as: terminal, error: nil, &effects)
+    settle(now: now, &effects)
+    return effects
+  }
+
+  /// A lingering worker was woken (an operation was made ready) or its time is up: it claims,
+  /// lingers on (the operation that woke it is gone already), or retires.
+  mutating func lingerEnded(
+    _ worker: Worker, queue: Int, since start: ContinuousClock.Instant, now: () -> ContinuousClock.Instant
+  ) -> (WorkerAction<Handle>, Effects) {
+    var effects = Effects()
+    let spell = start.duration(to: now())
+    lingeringWorkers -= 1
+    let step = queues[queue].machine.workerStarted()
+    let action: WorkerAction<Handle>
+    if step.run != nil {
+      queues[queue].linger.observe(idleSpell: spell)
+      action = apply(step, worker: worker, queue: queue, &effects)
+    } else if spell < LingerPolicy.window, queues[queue].machine.lingerIfIdle() {
+      lingeringWorkers += 1
+      action = .linger(since: start)
+    } else {
+      if spell >= LingerPolicy.window {
+        queues[queue].linger.observe(idleSpell: spell)
+      } else if queues[queue].machine.executing == 0 {
+        queues[queue].linger.wentIdle(at: start)
+      }
+      action = apply(step, worker: worker, queue: queue, &effects)
+    }
+    settle(now: now, &effects)
+    return (action, effects)
+  }
+
+  /// A worker that holds no operation claims the next one. If there is none and the queue is
+  /// idle, it lingers when that pays (``LingerPolicy``) and no other worker lingers; otherwise
+  /// it retires, and the queue notes when it went idle.
+  private mutating func claimOrIdle(
+    _ worker: Worker, queue: Int, now: () -> ContinuousClock.Instant, _ effects: inout Effects
+  ) -> WorkerAction<Handle> {
+    let step = queues[queue].machine.workerStarted()
+    if step.run == nil, queues[queue].machine.executing == 0 {
+      let instant = now()
+      if queues[queue].linger.lingerPays, lingeringWorkers == 0, queues[queue].machine.lingerIfIdle() {
+        lingeringWorkers += 1
+        return .linger(since: instant)
+      }
+      queues[queue].linger.wentIdle(at: instant)
+    }
+    return apply(step, worker: worker, queue: queue, &effects)
+  }
+
+  /// Carries out a step of the start rule: asks for the next worker if needed, and moves the
+  /// claimed operation to `.executing`, or retires the worker.
+  mutating func apply(
+    _ step: SchedulerStateMachine<Int>.WorkerStep, worker: Worker, queue: Int, _ effects: inout Effects
+  ) -> WorkerAction<Handle> {
+    if step.spawnWorker {
+      effects.spawn(Spawn(queue: queue, taskPriority: queues[queue].taskPriority, worker: Worker()))
+    }
+    guard let index = step.run else {
+      freeQueueIfDone(queue, &effects)
+      return .retire
+    }
+    operations[index].readyStamp = nil
+    switch operations[index].work {
+    case .external(let start, _, _):
+      // Runs elsewhere: no worker holds it (cancel() calls its `cancel`).
+      guard let handle = queues[queue].submitted[operations[index].slot] else {
+        preconditionFailure("Internal inconsistency: a claimed operation is not in its queue")
+      }
+      operations[index].runsExternally = true
+      transition(index, to: .executing, &effects)
+      return .start(operation: handle, start: start)
+    case .body(let body):
+      operations[index].work = nil
+      operations[index].worker = worker
+      transition(index, to: .executing, &effects)
+      return .run(operation: index, body: body)
+    case nil:
+      preconditionFailure("Internal inconsistency: \(operations[index].id) was claimed twice")
+    }
+  }
+}

@@ -1,0 +1,535 @@
+// The scheduler of every queue in the process, as one value.
+//
+// Where a reader starts:
+// - `Scheduler` (this file) holds every scheduling decision's state: a record per operation
+//   (state, priority, submission order, its queue and slot, its dependency edges with their
+//   requirement, the unfinished-dependency count, its ready stamp, its work until claimed, its
+//   outcome, handlers, waiters and subscribers) and a record per queue (the start rule in
+//   `SchedulerStateMachine`: ready set, limit, suspension, slots and worker accounting; the
+//   unfinished operations in submission order; its unfinished barriers; its linger policy). It
+//   lives in one lock (`Engine.scheduler`), so no scheduling field is reachable without it.
+// - Each event is one `mutating` method that returns `SchedulerEffects`: what to do once the lock
+//   is released (start worker tasks, resume waiters and event consumers, run completion
+//   handlers, cancel tasks, start or cancel external work, and release whatever the user gave
+//   us). The value performs no effect and runs no user code; `Engine` performs the effects.
+// - Starts are decided once per event, at its end (`settle`): an event changes the ready sets
+//   first (a batch is submitted whole, every cancellation of `cancelAllOperations()` is done)
+//   and only then are operations claimed and workers asked for. So a batch is scheduled by
+//   priority, and nothing that the same event is about to cancel can start.
+// - Time is an input: the events that may decide about lingering take `now`.
+//
+// Design choices:
+// - Dense indices. An operation's record is created with its handle (`AnyQueueOperation`) and
+//   freed by the handle's `deinit`: anything that needs the record holds the handle (a queue
+//   holds its unfinished operations' handles, an unfinished dependent holds its dependencies'),
+//   so the index a handle keeps is valid for the handle's whole life, and a prepared graph that
+//   is dropped without ever being enqueued is freed like any object graph. A queue's record
+//   lives while its `ActorQueue` does, and after it until its last operation and worker end.
+// - Ownership. Like Foundation, an unfinished operation keeps its dependencies alive. Unlike
+//   Foundation, an operation that has ended stops owning them (it keeps weak references, to
+//   list those still alive in `dependencies`): so no retain cycle can form through the public
+//   API, whatever order dependencies are added in, since a cycle of unfinished operations is
+//   refused as a dependency cycle.
+// - Nothing user-owned is released under the lock: handles, bodies, outcomes, handlers and
+//   errors that the value lets go of are moved into the effects and released after unlocking
+//   (releasing the last reference to a body may release the last reference to a queue, whose
+//   `deinit` takes this lock).
+// - Long graphs: ending an operation releases its dependents through a work list, never by
+//   recursion; a dropped prepared chain is released through `releaseBacklog`, one link at a
+//   time, never by nested `deinit`s.
+
+/// An operation's outcome, type-erased: the body's value, or the error it ended with.
+typealias Outcome = Result<any Sendable, any Error>
+
+/// The body of an operation, type-erased so the worker's hot path runs no unspecialised
+/// generic code.
+typealias OperationBody = @Sendable () async throws -> any Sendable
+
+/// Starts an externally completed operation's work, which reports its end through `complete`.
+typealias ExternalStart = @Sendable (_ complete: @escaping @Sendable (Outcome) -> Void) -> Void
+
+/// What an operation runs when it starts.
+enum OperationWork: Sendable {
+  /// A body, run by a worker task of its queue.
+  case body(OperationBody)
+  /// Work that runs elsewhere (a thread, a callback API) and reports its end. `cancel` reaches
+  /// it while it runs. With `startsWhenCancelled`, an operation cancelled while waiting is not
+  /// ended at once: its work is started outside the slot accounting (Foundation's rule, which
+  /// the OperationAdapter follows), and it ends when the work reports its end.
+  case external(start: ExternalStart, cancel: @Sendable () -> Void, startsWhenCancelled: Bool)
+}
+
+/// A weak reference, for the dependencies an ended operation lists but no longer owns.
+struct WeakHandle<Object: AnyObject & Sendable>: Sendable {
+  weak var object: Object?
+}
+
+/// A dependency edge, as the dependent holds it.
+struct DependencyEdge<Handle: OperationHandle>: Sendable {
+  /// The dependency's record.
+  let index: Int
+  /// The dependency itself: strongly while the dependent is unfinished.
+  var handle: Handle?
+  /// After the dependent ended: weakly.
+  var weakHandle: WeakHandle<Handle>?
+  /// Added by `addDependency`: `removeDependency` removes this part.
+  var isExplicit = false
+  /// The explicit part requires the dependency to finish (``DependencyRequirement/success``).
+  var explicitRequiresSuccess = false
+  /// A typed input of `addOperation(after:)`: requires success, cannot be removed.
+  var isInput = false
+  /// The queue's barrier ordering: cannot be removed with `removeDependency`.
+  var isBarrier = false
+
+  /// The dependent ends (fails, or is cancelled) unless the dependency finishes.
+  var requiresSuccess: Bool { isInput || (isExplicit && explicitRequiresSuccess) }
+
+  /// Whether any part of the edge is left.
+  var isEmpty: Bool { !isExplicit && !isInput && !isBarrier }
+}
+
+/// A dependency edge, as the dependency holds it while it is unfinished.
+struct DependentEntry: Sendable {
+  /// The dependent's record.
+  let index: Int
+  /// The dependent's identifier: a record freed and reused meanwhile is told apart by it.
+  let id: OperationID
+  var requiresSuccess: Bool
+}
+
+/// One operation's scheduling record.
+struct OperationRecord<Handle: OperationHandle>: Sendable {
+  /// The identifier of the handle this record belongs to; `nil` while the index is free.
+  var owner: OperationID?
+  var id: OperationID
+  var name: String?
+  var state: OperationState = .pending
+  var priority: OperationPriority
+  var cancelRequested = false
+  var wasEnqueued = false
+  var isBarrier = false
+  /// The queue's index while enqueued and unfinished; -1 otherwise.
+  var queue = -1
+  /// Submission order (one counter for every queue): the tie-break among ready operations.
+  var order: UInt64 = 0
+  /// Index in the queue's record of unfinished operations.
+  var slot = 0
+  /// Set while in the queue's ready set.
+  var readyStamp: ReadyQueue<Int>.Stamp?
+  /// The work, until a worker claims it or the operation ends without running.
+  var work: OperationWork?
+  /// Set while the body runs on a worker task.
+  var worker: Worker?
+  /// The worker's task was asked to cancel: the worker must not run another operation.
+  var taskCancelled = false
+  /// External work is running (in a slot, or detached when cancelled while waiting).
+  var runsExternally = false
+  /// External work started outside the slot accounting (cancelled while waiting).
+  var isDetached = false
+  var dependencies: [DependencyEdge<Handle>] = []
+  /// Operations that waited for this one when they were linked (some may have ended since);
+  /// emptied when it ends.
+  var dependents: [DependentEntry] = []
+  var unfinishedDependencies = 0
+  /// The outcome once ended: the body's value, or the error (`CancellationError` when
+  /// cancelled).
+  var outcome: Outcome?
+  /// The error the body threw, when it ended `.cancelled` because cancellation had been
+  /// requested (or `.failed`).
+  var thrownError: (any Error)?
+  var completionHandlers: [@Sendable (Outcome) -> Void] = []
+  var waiters: [CheckedContinuation<Void, Never>] = []
+  var subscribers: [EventChannel<OperationState>] = []
+
+  init(
+    owner: OperationID?, id: OperationID, name: String?, priority: OperationPriority, work: OperationWork?
+  ) {
+    self.owner = owner
+    self.id = id
+    self.name = name
+    self.priority = priority
+    self.work = work
+  }
+
+  /// The error this operation ended with, if it did not finish.
+  var failure: (any Error)? {
+    if case .failure(let error) = outcome { return error }
+    return nil
+  }
+
+  /// Whether a cancellation of this waiting operation starts its work instead of ending it.
+  var startsWhenCancelled: Bool {
+    if case .external(_, _, true) = work { return true }
+    return false
+  }
+}
+
+/// One queue's scheduling record.
+struct QueueRecord<Handle: OperationHandle>: Sendable {
+  /// Distinguishes this queue from earlier ones that used the same index.
+  var generation: UInt64
+  var isLive = true
+  var name: String?
+  var taskPriority: TaskPriority?
+  /// The start rule: ready operations, slots, workers, limit, suspension.
+  var machine: SchedulerStateMachine<Int>
+  /// Unfinished operations by submission; `nil` where one has ended. Holes are compacted away
+  /// when they outnumber the operations, so memory follows the unfinished operations.
+  var submitted: [Handle?] = []
+  var holes = 0
+  /// Tasks in `waitUntilAllOperationsAreFinished()`.
+  var allFinishedWaiters: [CheckedContinuation<Void, Never>] = []
+  /// Unfinished barriers, oldest first: operations added now wait for each of them.
+  var barriers: [Int] = []
+  /// Subscribers of `ActorQueue.events`.
+  var subscribers: [EventChannel<QueueEvent>] = []
+  /// Whether a worker that finds this queue idle lingers (see ``LingerPolicy``).
+  var linger = LingerPolicy()
+  /// The `ActorQueue` is gone: the record is freed once nothing runs or waits in it.
+  var isReleased = false
+  /// Changed by the current event: its starts are decided at the end of the event.
+  var isTouched = false
+
+  var unfinishedCount: Int { submitted.count - holes }
+}
+
+/// Identifies a queue's record: its index, and the generation that tells it from a later queue
+/// that reuses the index.
+struct QueueReference: Hashable, Sendable {
+  let index: Int
+  let generation: UInt64
+}
+
+/// The whole scheduling state of the process; see the top of this file.
+struct Scheduler<Handle: OperationHandle>: Sendable {
+  typealias Effects = SchedulerEffects<Handle>
+
+  var operations: [OperationRecord<Handle>] = []
+  private var freeOperations: [Int] = []
+  var queues: [QueueRecord<Handle>] = []
+  private var freeQueues: [Int] = []
+  private var nextQueueGeneration: UInt64 = 0
+  /// Submission order: one counter for all queues.
+  var nextSubmission: UInt64 = 0
+  /// The global order of events.
+  private(set) var nextEventSequence: UInt64 = 0
+  /// Workers lingering on an idle queue (see ``LingerPolicy``): at most one in the process, so
+  /// lingering never keeps more than one thread of the pool busy.
+  var lingeringWorkers = 0
+  /// Queues changed by the current event, whose starts `settle` decides.
+  private var touched: [Int] = []
+  /// Handles let go of by released operations while another thread releases a chain of them
+  /// (see ``releaseOperation(_:owner:)``).
+  private var releaseBacklog: [Handle] = []
+  private var isDrainingBacklog = false
+
+  init() {}
+
+  // MARK: Operations
+
+  /// Creates the record of a new handle; returns its index. O(1).
+  mutating func createOperation(
+    id: OperationID, name: String?, priority: OperationPriority, work: OperationWork?
+  ) -> Int {
+    let record = OperationRecord<Handle>(owner: id, id: id, name: name, priority: priority, work: work)
+    if let index = freeOperations.popLast() {
+      operations[index] = record
+      return index
+    }
+    operations.append(record)
+    return operations.count - 1
+  }
+
+  /// What a released handle's record let go of.
+  struct Released: Sendable {
+    /// User-owned values, released by the caller after unlocking.
+    var garbage: Garbage<Handle>
+    /// The handle is the first of a chain being released: the caller releases `garbage`, then
+    /// drains ``takeReleaseBacklog()`` until it is empty.
+    var drains: Bool
+  }
+
+  /// The handle that owned `index` was deinitialised: frees its record. Its dependencies (the
+  /// only handles a record can own after its handle is gone) go to the release backlog when
+  /// another release is being drained, so a dropped chain of any length is released
+  /// iteratively.
+  mutating func releaseOperation(_ index: Int, owner: OperationID) -> Released {
+    guard operations[index].owner == owner else {
+      preconditionFailure(
+        "Internal inconsistency: operation record \(index) released by a handle it does not belong to")
+    }
+    let record = operations[index]
+    operations[index] = OperationRecord(owner: nil, id: record.id, name: nil, priority: .normal, work: nil)
+    freeOperations.append(index)
+    precondition(
+      record.queue == -1 && record.worker == nil && !record.runsExternally,
+      "Internal inconsistency: the handle of \(record.id) was released while its queue still held it")
+    // Its dependencies stop counting it as a dependent.
+    // Dependencies that still list it as a dependent skip it by its identifier (the index may
+    // be reused), so nothing to unlink there.
+    var garbage = Garbage<Handle>()
+    for edge in record.dependencies {
+      if let handle = edge.handle { garbage.keep(handle: handle) }
+    }
+    garbage.keep(record.work)
+    garbage.keep(record.outcome)
+    garbage.keep(record.thrownError)
+    if !record.completionHandlers.isEmpty { garbage.keep(record.completionHandlers) }
+    guard garbage.hasHandles else { return Released(garbage: garbage, drains: false) }
+    if isDrainingBacklog {
+      releaseBacklog.append(contentsOf: garbage.takeHandles())
+      return Released(garbage: garbage, drains: false)
+    }
+    isDrainingBacklog = true
+    return Released(garbage: garbage, drains: true)
+  }
+
+  /// The next handles to release while draining a chain; `[]` ends the drain.
+  mutating func takeReleaseBacklog() -> [Handle] {
+    if releaseBacklog.isEmpty {
+      isDrainingBacklog = false
+      return []
+    }
+    defer { releaseBacklog = [] }
+    return releaseBacklog
+  }
+
+  // MARK: Queues
+
+  /// Creates a queue's record.
+  mutating func createQueue(name: String?, limit: Int, taskPriority: TaskPriority?) -> QueueReference {
+    nextQueueGeneration += 1
+    let record = QueueRecord<Handle>(
+      generation: nextQueueGeneration, name: name, taskPriority: taskPriority,
+      machine: SchedulerStateMachine(limit: limit))
+    if let index = freeQueues.popLast() {
+      queues[index] = record
+      return QueueReference(index: index, generation: nextQueueGeneration)
+    }
+    queues.append(record)
+    return QueueReference(index: queues.count - 1, generation: nextQueueGeneration)
+  }
+
+  /// Whether the queue's record still exists (its `ActorQueue` or its work is alive).
+  func isLive(_ queue: QueueReference) -> Bool {
+    queue.index < queues.count && queues[queue.index].isLive
+      && queues[queue.index].generation == queue.generation
+  }
+
+  /// The queue's `ActorQueue` was released. A suspended queue that nobody can resume any more
+  /// cancels its waiting operations; a queue with nothing left is freed (its event streams
+  /// end).
+  mutating func releaseQueue(_ queue: Int) -> Effects {
+    var effects = Effects()
+    queues[queue].isReleased = true
+    if queues[queue].machine.isSuspended {
+      for handle in queues[queue].submitted {
+        guard let index = handle?.recordIndex else { continue }
+        if operations[index].state == .pending || operations[index].state == .ready {
+          cancel(index, &effects)
+        }
+      }
+    }
+    freeQueueIfDone(queue, &effects)
+    settle(now: { .now }, &effects)
+    return effects
+  }
+
+  /// Frees a released queue's record once no operation and no worker is left in it.
+  mutating func freeQueueIfDone(_ queue: Int, _ effects: inout Effects) {
+    let record = queues[queue]
+    guard record.isLive, record.isReleased, record.unfinishedCount == 0, record.machine.executing == 0,
+      record.machine.startingWorkers == 0
+    else { return }
+    for subscriber in queues[queue].subscribers { subscriber.finish(effects: &effects) }
+    effects.garbage.keep(queues[queue].subscribers)
+    queues[queue] = QueueRecord(
+      generation: record.generation, isLive: false, machine: SchedulerStateMachine(limit: 1))
+    freeQueues.append(queue)
+  }
+
+  // MARK: Reading (each under the lock, O(1) unless stated)
+
+  func state(of index: Int) -> OperationState { operations[index].state }
+  func priority(of index: Int) -> OperationPriority { operations[index].priority }
+  func isCancelRequested(_ index: Int) -> Bool { operations[index].cancelRequested }
+  func outcome(of index: Int) -> Outcome? { operations[index].outcome }
+  func thrownError(of index: Int) -> (any Error)? { operations[index].thrownError }
+
+  /// The dependencies `index` lists: owned while unfinished, those still alive once ended.
+  /// O(dependencies).
+  func dependencies(of index: Int) -> [Handle] {
+    operations[index].dependencies.compactMap { $0.handle ?? $0.weakHandle?.object }
+  }
+
+  func limit(of queue: Int) -> Int { queues[queue].machine.limit }
+  func isSuspended(_ queue: Int) -> Bool { queues[queue].machine.isSuspended }
+  func unfinishedCount(of queue: Int) -> Int { queues[queue].unfinishedCount }
+  /// O(n).
+  func unfinished(of queue: Int) -> [Handle] { queues[queue].submitted.compactMap { $0 } }
+
+  // MARK: Waiting and watching
+
+  /// Registers a task waiting for `index` to end; `false` if it has ended already.
+  mutating func addWaiter(_ continuation: CheckedContinuation<Void, Never>, to index: Int) -> Bool {
+    guard !operations[index].state.isTerminal else { return false }
+    operations[index].waiters.append(continuation)
+    return true
+  }
+
+  /// Registers a task waiting for `queue` to have no unfinished operation; `false` if it has
+  /// none now.
+  mutating func addAllFinishedWaiter(_ continuation: CheckedContinuation<Void, Never>, to queue: Int) -> Bool
+  {
+    guard queues[queue].unfinishedCount > 0 else { return false }
+    queues[queue].allFinishedWaiters.append(continuation)
+    return true
+  }
+
+  /// Registers a completion handler; returns the outcome instead if `index` has ended.
+  mutating func addCompletionHandler(_ handler: @escaping @Sendable (Outcome) -> Void, to index: Int)
+    -> Outcome?
+  {
+    if operations[index].state.isTerminal, let outcome = operations[index].outcome { return outcome }
+    operations[index].completionHandlers.append(handler)
+    return nil
+  }
+
+  /// Subscribes `channel` to `index`'s states: the current one first.
+  mutating func subscribe(_ channel: EventChannel<OperationState>, to index: Int) -> Effects {
+    var effects = Effects()
+    let state = operations[index].state
+    _ = channel.push(state, effects: &effects)
+    if state.isTerminal {
+      channel.finish(effects: &effects)
+    } else {
+      operations[index].subscribers.append(channel)
+    }
+    return effects
+  }
+
+  /// Subscribes `channel` to `queue`'s events.
+  mutating func subscribe(_ channel: EventChannel<QueueEvent>, to queue: Int) {
+    queues[queue].subscribers.append(channel)
+  }
+
+  // MARK: Settings
+
+  /// Changes the priority; a ready operation is re-sorted at once. O(log n).
+  mutating func setPriority(_ priority: OperationPriority, of index: Int) {
+    let old = operations[index].priority
+    guard old != priority else { return }
+    operations[index].priority = priority
+    if let stamp = operations[index].readyStamp {
+      let queue = operations[index].queue
+      operations[index].readyStamp = queues[queue].machine.reprioritize(
+        index, stamp: stamp, order: operations[index].order, from: old, to: priority)
+    }
+  }
+
+  /// Changes the limit (validated by the caller). Raising it may start operations at once.
+  mutating func setLimit(_ limit: Int, of queue: Int, now: () -> ContinuousClock.Instant) -> Effects {
+    var effects = Effects()
+    guard limit != queues[queue].machine.limit else { return effects }
+    queues[queue].machine.setLimit(limit)
+    emit(.limitChanged(limit), in: queue, &effects)
+    touch(queue)
+    settle(now: now, &effects)
+    return effects
+  }
+
+  /// Suspends or resumes the queue. Resuming starts waiting operations at once.
+  mutating func setSuspended(_ suspended: Bool, of queue: Int, now: () -> ContinuousClock.Instant) -> Effects
+  {
+    var effects = Effects()
+    guard suspended != queues[queue].machine.isSuspended else { return effects }
+    queues[queue].machine.setSuspended(suspended)
+    emit(suspended ? .suspended : .resumed, in: queue, &effects)
+    touch(queue)
+    settle(now: now, &effects)
+    return effects
+  }
+
+  // MARK: Events
+
+  /// Emits a queue event to every subscriber of `queue`.
+  mutating func emit(_ kind: QueueEvent.Kind, in queue: Int, _ effects: inout Effects) {
+    guard !queues[queue].subscribers.isEmpty else { return }
+    nextEventSequence += 1
+    let event = QueueEvent(
+      sequence: nextEventSequence, kind: kind, executingCount: queues[queue].machine.executing,
+      maxConcurrentOperationCount: queues[queue].machine.limit, queueName: queues[queue].name)
+    var dropped: [EventChannel<QueueEvent>] = []
+    queues[queue].subscribers.removeAll { channel in
+      if channel.push(event, effects: &effects) { return false }
+      dropped.append(channel)
+      return true
+    }
+    if !dropped.isEmpty { effects.garbage.keep(dropped) }
+  }
+
+  /// Moves `index` to a non-terminal `newState` and tells its subscribers and its queue's.
+  mutating func transition(_ index: Int, to newState: OperationState, _ effects: inout Effects) {
+    operations[index].state = newState
+    if !operations[index].subscribers.isEmpty {
+      operations[index].subscribers.removeAll { !$0.push(newState, effects: &effects) }
+    }
+    let queue = operations[index].queue
+    if queue >= 0, !queues[queue].subscribers.isEmpty {
+      emit(
+        .operation(id: operations[index].id, name: operations[index].name, state: newState), in: queue,
+        &effects)
+    }
+  }
+
+  // MARK: Deciding starts
+
+  /// Marks `queue` as changed by the current event.
+  mutating func touch(_ queue: Int) {
+    guard !queues[queue].isTouched else { return }
+    queues[queue].isTouched = true
+    touched.append(queue)
+  }
+
+  /// Decides the starts of every queue the current event changed: called once, at the end of
+  /// each event. A queue that needs a worker gets one; an idle queue's new worker starts with
+  /// the best ready operation claimed for it here, so an add→start on an idle queue takes the
+  /// lock once on each side.
+  mutating func settle(now: () -> ContinuousClock.Instant, _ effects: inout Effects) {
+    var position = 0
+    while position < touched.count {
+      let queue = touched[position]
+      position += 1
+      queues[queue].isTouched = false
+      if queues[queue].machine.readyCount > 0, queues[queue].machine.isLingering {
+        effects.wakeLingerer = true
+      }
+      guard queues[queue].machine.needsWorker() else { continue }
+      if queues[queue].machine.executing == 0 {
+        queues[queue].linger.workArrived(at: now())
+        let worker = Worker()
+        let step = queues[queue].machine.workerStarted()
+        let first = apply(step, worker: worker, queue: queue, &effects)
+        if case .retire = first { continue }
+        effects.spawn(
+          Spawn(queue: queue, taskPriority: queues[queue].taskPriority, worker: worker, first: first))
+      } else {
+        effects.spawn(Spawn(queue: queue, taskPriority: queues[queue].taskPriority, worker: Worker()))
+      }
+    }
+    touched.removeAll(keepingCapacity: true)
+  }
+}
+
+/// What the scheduler needs of a handle it holds: its record's index.
+protocol OperationHandle: AnyObject, Sendable {
+  var recordIndex: Int { get }
+}
+
+extension Array where Element == Int {
+  /// Removes the first occurrence of `element`, keeping the order of the rest.
+  mutating func removeFirst(_ element: Int) {
+    guard let position = firstIndex(of: element) else { return }
+    remove(at: position)
+  }
+}

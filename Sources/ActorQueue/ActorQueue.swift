@@ -72,7 +72,7 @@ public actor ActorQueue {
 
   deinit {
     let index = reference.index
-    Engine.run { $0.releaseQueue(index) }
+    Engine.run { $0.releaseQueue(index, now: Engine.now, &$1) }
   }
 
   /// The limit as stored: `-1` means unlimited; values below 1 are misuse, refused in every
@@ -107,7 +107,7 @@ public actor ActorQueue {
     get { Engine.read { $0.limit(of: index) } }
     set {
       let limit = Self.validated(newValue)
-      Engine.run { $0.setLimit(limit, of: index, now: Engine.now) }
+      Engine.run { $0.setLimit(limit, of: index, now: Engine.now, &$1) }
     }
   }
 
@@ -116,7 +116,7 @@ public actor ActorQueue {
   /// once while suspended. Cost: O(1).
   public nonisolated var isSuspended: Bool {
     get { Engine.read { $0.isSuspended(index) } }
-    set { Engine.run { $0.setSuspended(newValue, of: index, now: Engine.now) } }
+    set { Engine.run { $0.setSuspended(newValue, of: index, now: Engine.now, &$1) } }
   }
 
   // MARK: Introspection
@@ -176,11 +176,15 @@ public actor ActorQueue {
   ) -> QueueOperation<Success> {
     let work = OperationWork.body { try await body() }
     let index = index
-    return Engine.run { scheduler in
+    // The handle is created with its record, in the same critical section as its submission
+    // (one lock per addOperation); its type is looked up once, out here.
+    let type = QueueOperation<Success>.self
+    return Engine.run { scheduler, effects in
       let id = OperationID()
       let record = scheduler.createOperation(id: id, name: name, priority: priority, work: work)
-      let operation = QueueOperation<Success>(id: id, name: name, recordIndex: record)
-      return (operation, scheduler.submit(operation, inputs: [], to: index, now: Engine.now))
+      let operation = type.init(id: id, name: name, recordIndex: record)
+      scheduler.submit(operation, inputs: [], to: index, now: Engine.now, &effects)
+      return operation
     }
   }
 
@@ -209,7 +213,7 @@ public actor ActorQueue {
     }
     var inputs: [AnyQueueOperation] = [first]
     for input in repeat each more { inputs.append(input) }
-    Engine.run { $0.submit(operation, inputs: inputs, to: index, now: Engine.now) }
+    Engine.run { $0.submit(operation, inputs: inputs, to: index, now: Engine.now, &$1) }
     return operation
   }
 
@@ -232,8 +236,8 @@ public actor ActorQueue {
   /// - Throws: ``ActorQueueError/alreadyEnqueued`` if any of them was added to a queue before,
   ///   or appears twice; nothing is enqueued then.
   public nonisolated func addOperations(_ operations: [AnyQueueOperation]) throws {
-    try Engine.runThrowing { (scheduler) throws(ActorQueueError) in
-      try scheduler.submit(operations, to: index, now: Engine.now)
+    try Engine.runThrowing { (scheduler, effects) throws(ActorQueueError) in
+      try scheduler.submit(operations, to: index, now: Engine.now, &effects)
     }
   }
 
@@ -256,7 +260,7 @@ public actor ActorQueue {
   /// completion handlers run and their waiters wake before this returns), executing ones have
   /// their tasks cancelled. Ended operations are untouched. Cost: O(n).
   public nonisolated func cancelAllOperations() {
-    Engine.run { $0.cancelAll(in: index, now: Engine.now) }
+    Engine.run { $0.cancelAll(in: index, now: Engine.now, &$1) }
   }
 
   /// Suspends until the queue has no unfinished operation, including operations added while

@@ -19,7 +19,7 @@
 ///
 /// `@unchecked Sendable`: a non-final class cannot be checked `Sendable`; every stored property
 /// is an immutable `let` of a `Sendable` type, and subclasses add none.
-public class AnyQueueOperation: Hashable, @unchecked Sendable, CustomStringConvertible, OperationHandle {
+public class AnyQueueOperation: Hashable, @unchecked Sendable, CustomStringConvertible {
   /// Unique in the process; also the identifier used in ``QueueEvent``s.
   public let id: OperationID
   /// A name for debugging, events and error messages.
@@ -129,8 +129,9 @@ public class AnyQueueOperation: Hashable, @unchecked Sendable, CustomStringConve
   public func addDependency(_ operation: AnyQueueOperation, requiring requirement: DependencyRequirement)
     throws
   {
-    try Engine.runThrowing { (scheduler) throws(ActorQueueError) in
-      try scheduler.addDependency(operation, to: recordIndex, requirement: requirement, now: Engine.now)
+    try Engine.runThrowing { (scheduler, effects) throws(ActorQueueError) in
+      try scheduler.addDependency(
+        operation, to: recordIndex, requirement: requirement, now: Engine.now, &effects)
     }
   }
 
@@ -141,7 +142,7 @@ public class AnyQueueOperation: Hashable, @unchecked Sendable, CustomStringConve
   /// behind a barrier of its queue (``ActorQueue/addBarrierBlock(name:_:)``), even when the
   /// barrier was also added explicitly.
   public func removeDependency(_ operation: AnyQueueOperation) {
-    Engine.run { $0.removeDependency(operation.recordIndex, from: recordIndex, now: Engine.now) }
+    Engine.run { $0.removeDependency(operation.recordIndex, from: recordIndex, now: Engine.now, &$1) }
   }
 
   /// Asks the operation to stop.
@@ -157,7 +158,7 @@ public class AnyQueueOperation: Hashable, @unchecked Sendable, CustomStringConve
   ///   it returns a value anyway.
   /// - Ended: no effect.
   public func cancel() {
-    Engine.run { $0.cancel(recordIndex, now: Engine.now) }
+    Engine.run { $0.cancel(recordIndex, now: Engine.now, &$1) }
   }
 
   /// Suspends until the operation has ended, in any terminal state.
@@ -180,7 +181,7 @@ public class AnyQueueOperation: Hashable, @unchecked Sendable, CustomStringConve
   /// KVO on `"isExecuting"`/`"isFinished"` (P12).
   public var events: AsyncStream<OperationState> {
     let channel = EventChannel<OperationState>()
-    Engine.run { $0.subscribe(channel, to: recordIndex) }
+    Engine.run { $0.subscribe(channel, to: recordIndex, &$1) }
     return channel.makeStream()
   }
 
@@ -251,7 +252,8 @@ public final class QueueOperation<Success: Sendable>: AnyQueueOperation, @unchec
     }
     super.init(
       name: name, priority: priority,
-      work: .external(start: externalStart, cancel: cancel, startsWhenCancelled: startsWhenCancelled))
+      work: .external(
+        ExternalWork(start: externalStart, cancel: cancel, startsWhenCancelled: startsWhenCancelled)))
   }
 
   /// The body's value, once the operation has ended.
@@ -268,9 +270,9 @@ public final class QueueOperation<Success: Sendable>: AnyQueueOperation, @unchec
   public var result: Result<Success, any Error> {
     get async {
       await waitUntilFinished()
-      let outcome: Outcome? = Engine.read { $0.outcome(of: recordIndex) }
+      let outcome = Engine.read { $0.outcome(of: recordIndex) }
       guard let outcome else { preconditionFailure("Internal inconsistency: ended without an outcome") }
-      return Self.typed(outcome)
+      return Self.typed(outcome.value)
     }
   }
 
@@ -283,10 +285,10 @@ public final class QueueOperation<Success: Sendable>: AnyQueueOperation, @unchec
   /// ``value`` resume. Each handler is released after it runs, so capturing the operation
   /// forms no lasting cycle (Foundation's `completionBlock` does, P8).
   public func onCompletion(_ handler: @escaping @Sendable (Result<Success, any Error>) -> Void) {
-    let ended: Outcome? = Engine.read {
+    let ended = Engine.read {
       $0.addCompletionHandler({ outcome in handler(Self.typed(outcome)) }, to: recordIndex)
     }
-    if let ended { handler(Self.typed(ended)) }
+    if let ended { handler(Self.typed(ended.value)) }
   }
 
   /// The outcome with its value cast back to `Success` (the body produced it, so the cast
@@ -297,8 +299,8 @@ public final class QueueOperation<Success: Sendable>: AnyQueueOperation, @unchec
 
   /// The value of a finished input. Called by a dependent's body.
   func inputValue() -> Success {
-    let outcome: Outcome? = Engine.read { $0.outcome(of: recordIndex) }
-    guard case .success(let value) = outcome else {
+    let outcome = Engine.read { $0.outcome(of: recordIndex) }
+    guard case .success(let value) = outcome?.value else {
       preconditionFailure("Internal inconsistency: a dependent ran before its input \(id) finished")
     }
     return value as! Success

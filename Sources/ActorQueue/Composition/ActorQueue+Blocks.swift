@@ -40,7 +40,7 @@ extension ActorQueue {
     name: String? = nil, _ body: @escaping @Sendable () async throws -> Void
   ) -> QueueOperation<Void> {
     let barrier = QueueOperation<Void>(name: name ?? "barrier", body)
-    Engine.run { $0.submitBarrier(barrier, to: index, now: Engine.now) }
+    Engine.run { $0.submitBarrier(barrier, to: index, now: Engine.now, &$1) }
     return barrier
   }
 }

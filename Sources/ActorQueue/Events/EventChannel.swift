@@ -52,7 +52,7 @@ final class EventChannel<Element: Sendable>: Sendable {
 
   /// Delivers `element`. Returns `false` once the consumer is gone, so the producer can drop
   /// this channel.
-  func push<Handle: OperationHandle>(_ element: Element, effects: inout SchedulerEffects<Handle>) -> Bool {
+  func push(_ element: Element, effects: inout SchedulerEffects) -> Bool {
     let waiting: CheckedContinuation<Element?, Never>?? = state.withLock { state in
       guard !state.isAbandoned, !state.isFinished else { return .some(nil) }
       if let consumer = state.consumer {
@@ -76,7 +76,7 @@ final class EventChannel<Element: Sendable>: Sendable {
   }
 
   /// Ends the stream after the buffered events.
-  func finish<Handle: OperationHandle>(effects: inout SchedulerEffects<Handle>) {
+  func finish(effects: inout SchedulerEffects) {
     let waiting = state.withLock { state -> CheckedContinuation<Element?, Never>? in
       state.isFinished = true
       defer { state.consumer = nil }

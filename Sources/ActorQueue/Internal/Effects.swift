@@ -1,20 +1,29 @@
 /// A worker task to start.
-struct Spawn<Handle: OperationHandle>: Sendable {
+struct Spawn: Sendable {
+  typealias Handle = AnyQueueOperation
+
   let queue: Int
   let taskPriority: TaskPriority?
   let worker: Worker
   /// Its first step, decided under the lock (an operation claimed for it), or `nil`: it claims
   /// when it runs.
-  var first: WorkerAction<Handle>? = nil
+  var first: WorkerAction? = nil
 }
 
 /// User-owned values the scheduler let go of, released once the lock is released: the last
 /// reference to a handle, a body or an outcome may run user code (a `deinit`), which may call
 /// back into the scheduler.
-struct Garbage<Handle: OperationHandle>: Sendable {
+struct Garbage: Sendable {
+  typealias Handle = AnyQueueOperation
+
   /// Most events let go of one handle (an ended operation leaving its queue): no allocation.
   private var handle: Handle?
   private var handles: [Handle]?
+  /// Every operation that ends has an outcome to release with its record: no allocation.
+  private var outcome: OutcomeBox?
+  private var body: OperationBody?
+  private var external: ExternalWork?
+  private var error: (any Error)?
   private var values: [any Sendable]?
 
   var hasHandles: Bool { handle != nil }
@@ -27,8 +36,39 @@ struct Garbage<Handle: OperationHandle>: Sendable {
     }
   }
 
-  mutating func keep(_ value: (any Sendable)?) {
-    guard let value else { return }
+  mutating func keep(outcome: OutcomeBox) {
+    if self.outcome == nil {
+      self.outcome = outcome
+    } else {
+      values.append(outcome)
+    }
+  }
+
+  mutating func keep(body: @escaping OperationBody) {
+    if self.body == nil {
+      self.body = body
+    } else {
+      values.append(body)
+    }
+  }
+
+  mutating func keep(external: ExternalWork) {
+    if self.external == nil {
+      self.external = external
+    } else {
+      values.append(external)
+    }
+  }
+
+  mutating func keep(error: any Error) {
+    if self.error == nil {
+      self.error = error
+    } else {
+      values.append(error)
+    }
+  }
+
+  mutating func keep(_ value: any Sendable) {
     values.append(value)
   }
 
@@ -47,8 +87,10 @@ struct Garbage<Handle: OperationHandle>: Sendable {
 /// user gave us are effects, and none of them may happen while the lock is held. Most events
 /// record few: the lists are optional, so an empty `SchedulerEffects` costs no allocation and no
 /// reference counting. `Engine` performs them (`perform()`); tests read them.
-struct SchedulerEffects<Handle: OperationHandle>: Sendable {
-  private(set) var spawns: [Spawn<Handle>]?
+struct SchedulerEffects: Sendable {
+  typealias Handle = AnyQueueOperation
+
+  private(set) var spawns: [Spawn]?
   private(set) var resumptions: [@Sendable () -> Void]?
   private(set) var completions: [@Sendable () -> Void]?
   private(set) var waiters: [CheckedContinuation<Void, Never>]?
@@ -57,10 +99,10 @@ struct SchedulerEffects<Handle: OperationHandle>: Sendable {
   private(set) var externalStarts: [(Handle, ExternalStart)]?
   /// An operation was made ready on a queue whose worker lingers: wake it.
   var wakeLingerer = false
-  var garbage = Garbage<Handle>()
+  var garbage = Garbage()
 
   /// Start a worker task.
-  mutating func spawn(_ spawn: Spawn<Handle>) {
+  mutating func spawn(_ spawn: Spawn) {
     spawns.append(spawn)
   }
 

@@ -15,7 +15,7 @@ import Synchronization
 /// Nested locking: only `EventChannel`'s own leaf lock is ever taken inside this one (a worker's
 /// handle lock is taken outside it).
 enum Engine {
-  static let scheduler = LockedValue(Scheduler<AnyQueueOperation>())
+  static let scheduler = LockedValue(Scheduler())
 
   /// Set when an operation is made ready on a queue whose worker lingers (at most one worker in
   /// the process lingers); the lingering worker polls it without the lock, and takes the lock
@@ -25,39 +25,31 @@ enum Engine {
   /// The clock every event reads "now" from; the scheduler value itself only takes instants.
   static func now() -> ContinuousClock.Instant { .now }
 
-  /// Runs an event under the lock, then performs its effects.
+  /// Runs an event under the lock, then performs the effects it recorded.
   @inline(__always)
-  static func run(_ event: (inout Scheduler<AnyQueueOperation>) -> SchedulerEffects<AnyQueueOperation>) {
-    let effects = scheduler.withLock { event(&$0) }
-    effects.perform()
-  }
-
-  /// Runs an event that also returns a value, then performs its effects.
-  @inline(__always)
-  static func run<Result>(
-    _ event: (inout Scheduler<AnyQueueOperation>) -> (Result, SchedulerEffects<AnyQueueOperation>)
-  ) -> Result {
-    let (result, effects) = scheduler.withLock { event(&$0) }
+  static func run<Result>(_ event: (inout Scheduler, inout SchedulerEffects) -> Result) -> Result {
+    var effects = SchedulerEffects()
+    let result = scheduler.withLock { event(&$0, &effects) }
     effects.perform()
     return result
   }
 
-  /// Runs an event that may refuse the change, then performs its effects.
+  /// Runs an event that may refuse the change, then performs the effects it recorded.
   @inline(__always)
   static func runThrowing(
-    _ event: (inout Scheduler<AnyQueueOperation>) throws(ActorQueueError) -> SchedulerEffects<
-      AnyQueueOperation
-    >
+    _ event: (inout Scheduler, inout SchedulerEffects) throws(ActorQueueError) -> Void
   ) throws(ActorQueueError) {
-    let outcome: Swift.Result<SchedulerEffects<AnyQueueOperation>, ActorQueueError> = scheduler.withLock {
-      scheduler in
+    var effects = SchedulerEffects()
+    let refusal: ActorQueueError? = scheduler.withLock { scheduler in
       do throws(ActorQueueError) {
-        return .success(try event(&scheduler))
+        try event(&scheduler, &effects)
+        return nil
       } catch {
-        return .failure(error)
+        return error
       }
     }
-    try outcome.get().perform()
+    effects.perform()
+    if let refusal { throw refusal }
   }
 
   /// Releases the handles that released operations let go of while a chain of them is being
@@ -73,7 +65,7 @@ enum Engine {
   /// Reads the scheduler under the lock. The body must not return anything user-owned whose
   /// last reference it could drop.
   @inline(__always)
-  static func read<Result>(_ body: (inout Scheduler<AnyQueueOperation>) -> Result) -> Result {
+  static func read<Result>(_ body: (inout Scheduler) -> Result) -> Result {
     scheduler.withLock { body(&$0) }
   }
 }
@@ -90,7 +82,7 @@ final class Worker: Sendable {
     var cancelPending = false
     var retired = false
     /// The first step, until the task takes it.
-    var first: WorkerAction<AnyQueueOperation>?
+    var first: WorkerAction?
   }
 
   private let handle = LockedValue(Handle())
@@ -98,13 +90,13 @@ final class Worker: Sendable {
   init() {}
 
   /// Gives the worker its first step (before its task exists).
-  func setFirst(_ step: WorkerAction<AnyQueueOperation>) {
+  func setFirst(_ step: WorkerAction) {
     handle.withLock { $0.first = step }
   }
 
   /// Takes the first step, so the task does not keep it (and the body it holds) alive until the
   /// worker retires.
-  func takeFirst() -> WorkerAction<AnyQueueOperation>? {
+  func takeFirst() -> WorkerAction? {
     handle.withLock { $0.first.take() }
   }
 
@@ -141,7 +133,7 @@ extension Engine {
   // MARK: Workers
 
   /// Starts a worker task (an effect: called outside the lock).
-  static func start(_ spawn: Spawn<AnyQueueOperation>) {
+  static func start(_ spawn: Spawn) {
     let worker = spawn.worker
     let queue = spawn.queue
     if let first = spawn.first { worker.setFirst(first) }
@@ -152,18 +144,18 @@ extension Engine {
   }
 
   private static func runWorker(
-    _ worker: Worker, queue: Int, first: consuming WorkerAction<AnyQueueOperation>?
+    _ worker: Worker, queue: Int, first: consuming WorkerAction?
   ) async {
-    var action = first ?? run { $0.workerStarted(worker, queue: queue, now: now) }
+    var action = first ?? run { $0.workerStarted(worker, queue: queue, now: now, &$1) }
     var streak: UInt = 0
     while true {
       switch consume action {
       case .run(let operation, let body):
-        let outcome: Outcome
+        let outcome: OutcomeBox
         do {
-          outcome = .success(try await body())
+          outcome = OutcomeBox(.success(try await body()))
         } catch {
-          outcome = .failure(error)
+          outcome = OutcomeBox(.failure(error))
         }
         streak &+= 1
         // Every 4,096 operations in a row, give the thread away once: a queue of short
@@ -171,20 +163,20 @@ extension Engine {
         let yieldAfter = streak % 4096 == 0
         action = run {
           $0.operationEnded(
-            operation, worker: worker, queue: queue, outcome: outcome, yieldAfter: yieldAfter, now: now)
+            operation, worker: worker, queue: queue, outcome: outcome, yieldAfter: yieldAfter, now: now, &$1)
         }
       case .start(let operation, let start):
         start { outcome in externalEnded(operation, with: outcome) }
-        action = run { $0.claimNext(worker, queue: queue, now: now) }
+        action = run { $0.claimNext(worker, queue: queue, now: now, &$1) }
       case .yieldThenContinue:
         await Task.yield()
-        action = run { $0.workerStarted(worker, queue: queue, now: now) }
+        action = run { $0.workerStarted(worker, queue: queue, now: now, &$1) }
       case .linger(let start):
         // Polls without the lock: an operation made ready on this queue sets the flag.
         await Task.yield()
         if lingererWake.load(ordering: .acquiring) || start.duration(to: .now) >= LingerPolicy.window {
           lingererWake.store(false, ordering: .relaxed)
-          action = run { $0.lingerEnded(worker, queue: queue, since: start, now: now) }
+          action = run { $0.lingerEnded(worker, queue: queue, since: start, now: now, &$1) }
         } else {
           action = .linger(since: start)
         }
@@ -197,18 +189,22 @@ extension Engine {
 
   /// The external work of `operation` ended (any thread; later calls ignored).
   static func externalEnded(_ operation: AnyQueueOperation, with outcome: Outcome) {
-    run { $0.externalEnded(operation.recordIndex, outcome: outcome, now: now) }
+    let outcome = OutcomeBox(outcome)
+    run { $0.externalEnded(operation.recordIndex, outcome: outcome, now: now, &$1) }
   }
 }
 
-extension SchedulerEffects where Handle == AnyQueueOperation {
+extension SchedulerEffects {
   /// Performs everything, in this order: workers are started first so the queue keeps moving
-  /// while user code runs; events are delivered before completion handlers, and completion
-  /// handlers run before waiters wake, so a task that awaited an operation finds its handlers
-  /// already run. What the scheduler let go of is released last.
-  consuming func perform() {
+  /// while user code runs; then what the scheduler let go of is released (a handle's `deinit`
+  /// takes the scheduler's lock: done now, before any waiter is woken, it does not contend with
+  /// the woken task's next call); events are delivered before completion handlers, and
+  /// completion handlers run before waiters wake, so a task that awaited an operation finds its
+  /// handlers already run.
+  mutating func perform() {
     if wakeLingerer { Engine.lingererWake.store(true, ordering: .releasing) }
     if let spawns { for spawn in spawns { Engine.start(spawn) } }
+    garbage = Garbage()
     if let resumptions { for resumption in resumptions { resumption() } }
     if let completions { for completion in completions { completion() } }
     if let waiters { for waiter in waiters { waiter.resume() } }

@@ -34,7 +34,19 @@ package final class LockedValue<Value> {
   package init(_ value: Value) {
     mutex = .allocate(capacity: 1)
     mutex.initialize(to: pthread_mutex_t())
-    let status = pthread_mutex_init(mutex, nil)
+    #if canImport(Glibc)
+      // glibc's adaptive mutex spins briefly before it sleeps: the critical sections here are
+      // short, so a contended lock is usually free again within the spin, and a futex sleep
+      // would cost a thread wake-up (microseconds) for a wait of nanoseconds. Darwin's and
+      // the other platforms' default mutexes are left as they are.
+      var attributes = pthread_mutexattr_t()
+      pthread_mutexattr_init(&attributes)
+      pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_ADAPTIVE_NP))
+      let status = pthread_mutex_init(mutex, &attributes)
+      pthread_mutexattr_destroy(&attributes)
+    #else
+      let status = pthread_mutex_init(mutex, nil)
+    #endif
     precondition(status == 0, "pthread_mutex_init failed: \(status)")
     self.value = .allocate(capacity: 1)
     self.value.initialize(to: value)

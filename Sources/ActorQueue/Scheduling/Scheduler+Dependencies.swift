@@ -31,17 +31,15 @@ extension Scheduler {
   ///   `dependency` already waits for `dependent`, directly or not. Nothing changes then.
   mutating func addDependency(
     _ dependency: Handle, to dependent: Int, requirement: DependencyRequirement,
-    now: () -> ContinuousClock.Instant
-  ) throws(ActorQueueError) -> Effects {
+    now: () -> ContinuousClock.Instant, _ effects: inout Effects
+  ) throws(ActorQueueError) {
     guard operations[dependent].state == .pending || operations[dependent].state == .ready,
       !operations[dependent].isDetached
     else { throw .alreadyStarted }
-    let isNew = !operations[dependent].dependencies.contains { $0.index == dependency.recordIndex }
+    let isNew = edgePosition(of: dependency.recordIndex, in: dependent) == nil
     if isNew, createsCycle(dependency.recordIndex, dependent) { throw .dependencyCycle }
-    var effects = Effects()
     link(dependency, to: dependent, part: .explicit(requiresSuccess: requirement == .success), &effects)
     settle(now: now, &effects)
-    return effects
   }
 
   /// Adds `part` of the edge `dependency → dependent` (a new edge, or a part of an existing
@@ -53,12 +51,13 @@ extension Scheduler {
     let dependencyEnded = operations[index].state.isTerminal
     let position: Int
     let requiredSuccessBefore: Bool
-    if let existing = operations[dependent].dependencies.firstIndex(where: { $0.index == index }) {
+    if let existing = edgePosition(of: index, in: dependent) {
       position = existing
       requiredSuccessBefore = operations[dependent].dependencies[existing].requiresSuccess
     } else {
       operations[dependent].dependencies.append(DependencyEdge(index: index, handle: dependency))
       position = operations[dependent].dependencies.count - 1
+      operations[dependent].edgePositions?[index] = position
       requiredSuccessBefore = false
       if !dependencyEnded {
         operations[index].dependents.append(
@@ -90,6 +89,22 @@ extension Scheduler {
     }
   }
 
+  /// The position of the edge `dependency → dependent` in `dependent`'s list, if there is one.
+  /// O(1) amortised: a scan of a short list, a dictionary for a long one.
+  mutating func edgePosition(of dependency: Int, in dependent: Int) -> Int? {
+    if operations[dependent].dependencies.count <= 8 {
+      return operations[dependent].dependencies.firstIndex { $0.index == dependency }
+    }
+    if operations[dependent].edgePositions == nil {
+      var positions: [Int: Int] = [:]
+      for (position, edge) in operations[dependent].dependencies.enumerated() {
+        positions[edge.index] = position
+      }
+      operations[dependent].edgePositions = positions
+    }
+    return operations[dependent].edgePositions![dependency]
+  }
+
   /// Updates the requirement the unfinished `dependency` keeps for `dependent`.
   private mutating func setDependentRequirement(of dependent: Int, on dependency: Int, requiresSuccess: Bool)
   {
@@ -104,14 +119,13 @@ extension Scheduler {
   /// `removeDependency`: removes the explicit part of an edge; a typed input and the queue's
   /// barrier ordering stay. No effect once `dependent` has started.
   mutating func removeDependency(
-    _ dependency: Int, from dependent: Int, now: () -> ContinuousClock.Instant
-  ) -> Effects {
-    var effects = Effects()
+    _ dependency: Int, from dependent: Int, now: () -> ContinuousClock.Instant, _ effects: inout Effects
+  ) {
     guard operations[dependent].state == .pending || operations[dependent].state == .ready,
       !operations[dependent].isDetached,
-      let position = operations[dependent].dependencies.firstIndex(where: { $0.index == dependency }),
+      let position = edgePosition(of: dependency, in: dependent),
       operations[dependent].dependencies[position].isExplicit
-    else { return effects }
+    else { return }
     let requiredSuccess = operations[dependent].dependencies[position].requiresSuccess
     operations[dependent].dependencies[position].isExplicit = false
     operations[dependent].dependencies[position].explicitRequiresSuccess = false
@@ -121,11 +135,12 @@ extension Scheduler {
       if !dependencyEnded, requiresSuccess != requiredSuccess {
         setDependentRequirement(of: dependent, on: dependency, requiresSuccess: requiresSuccess)
       }
-      return effects
+      return
     }
     let edge = operations[dependent].dependencies.remove(at: position)
+    operations[dependent].edgePositions = nil
     if let handle = edge.handle { effects.garbage.keep(handle: handle) }
-    guard !dependencyEnded else { return effects }  // its end counted already
+    guard !dependencyEnded else { return }  // its end counted already
     let id = operations[dependent].id
     if let entry = operations[dependency].dependents.firstIndex(where: {
       $0.index == dependent && $0.id == id
@@ -139,7 +154,6 @@ extension Scheduler {
       makeReady(dependent, &effects)
     }
     settle(now: now, &effects)
-    return effects
   }
 
   /// Whether `dependency → dependent` would close a cycle: whether `dependency` already waits,
@@ -170,7 +184,8 @@ extension Scheduler {
 
   /// Whether a dependent entry still names an unfinished operation (not ended, not freed).
   func isUnfinished(_ entry: DependentEntry) -> Bool {
-    operations[entry.index].owner == entry.id && !operations[entry.index].state.isTerminal
+    operations[entry.index].isLive && operations[entry.index].id == entry.id
+      && !operations[entry.index].state.isTerminal
       && !operations[entry.index].isDetached
   }
 

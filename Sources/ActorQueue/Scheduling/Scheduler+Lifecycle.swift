@@ -7,32 +7,22 @@ extension Scheduler {
   // MARK: Cancellation
 
   /// `cancel()`: a waiting operation ends at once; an executing one has its task cancelled.
-  mutating func cancel(_ index: Int, now: () -> ContinuousClock.Instant) -> Effects {
-    var effects = Effects()
+  mutating func cancel(_ index: Int, now: () -> ContinuousClock.Instant, _ effects: inout Effects) {
     cancel(index, &effects)
     settle(now: now, &effects)
-    return effects
   }
 
   /// `cancelAllOperations()`: cancels every unfinished operation of `queue`. Starts are decided
   /// only after every one of them is cancelled, so an operation that a cancellation makes ready
   /// (its dependency was cancelled) is cancelled too before anything could claim it. O(n).
-  mutating func cancelAll(in queue: Int, now: () -> ContinuousClock.Instant) -> Effects {
-    var effects = Effects()
-    let handles = queues[queue].submitted
+  mutating func cancelAll(in queue: Int, now: () -> ContinuousClock.Instant, _ effects: inout Effects) {
+    let indices = unfinishedIndices(of: queue)
     // Every ready operation is about to end: withdrawing them all at once keeps cancelling n
     // waiting operations O(n).
     queues[queue].machine.withdrawAll()
-    for handle in handles {
-      guard let index = handle?.recordIndex else { continue }
-      operations[index].readyStamp = nil
-    }
-    for handle in handles {
-      guard let index = handle?.recordIndex else { continue }
-      cancel(index, &effects)
-    }
+    for index in indices { operations[index].readyStamp = nil }
+    for index in indices { cancel(index, &effects) }
     settle(now: now, &effects)
-    return effects
   }
 
   mutating func cancel(_ index: Int, _ effects: inout Effects) {
@@ -44,8 +34,8 @@ extension Scheduler {
         guard !operations[index].taskCancelled else { return }
         operations[index].taskCancelled = true
         effects.cancel(worker)
-      } else if case .external(_, let cancel, _) = operations[index].work, operations[index].runsExternally {
-        effects.runExternalCancel(cancel)
+      } else if let external = operations[index].external, operations[index].runsExternally {
+        effects.runExternalCancel(external.cancel)
       } else {
         preconditionFailure("Internal inconsistency: \(operations[index].id) executes with no work")
       }
@@ -70,8 +60,8 @@ extension Scheduler {
 
   /// Starts the external work of a cancelled waiting operation, holding no slot.
   private mutating func detach(_ index: Int, _ effects: inout Effects) {
-    guard case .external(let start, _, _) = operations[index].work,
-      let handle = queues[operations[index].queue].submitted[operations[index].slot]
+    guard let start = operations[index].external?.start,
+      let handle = operations[index].enqueuedHandle
     else { preconditionFailure("Internal inconsistency: detaching an operation with no external work") }
     withdrawFromReady(index)
     operations[index].isDetached = true
@@ -86,19 +76,19 @@ extension Scheduler {
   /// `.cancelled` (its value throws `CancellationError`) and the thrown error is kept as its
   /// ``thrownError(of:)``. A thrown `CancellationError` cancels (and marks it cancelled); any
   /// other error fails; a value finishes, even after a cancellation request.
-  mutating func record(_ outcome: Outcome, of index: Int) -> OperationState {
-    switch outcome {
+  mutating func record(_ outcome: OutcomeBox, of index: Int) -> OperationState {
+    switch outcome.value {
     case .success:
       operations[index].outcome = outcome
       return .finished
-    case .failure(let error as CancellationError):
-      operations[index].outcome = .failure(error)
+    case .failure(is CancellationError):
+      operations[index].outcome = outcome
       operations[index].cancelRequested = true
       return .cancelled
     case .failure(let error):
       operations[index].thrownError = error
       if operations[index].cancelRequested {
-        operations[index].outcome = .failure(cancellationError)
+        operations[index].outcome = .cancelled
         return .cancelled
       }
       operations[index].outcome = outcome
@@ -136,14 +126,12 @@ extension Scheduler {
       !operations[index].state.isTerminal, "Internal inconsistency: \(operations[index].id) ended twice")
     withdrawFromReady(index)
     if let error {
-      operations[index].outcome = .failure(error)
+      operations[index].outcome = error is CancellationError ? .cancelled : OutcomeBox(.failure(error))
       if terminal == .cancelled { operations[index].cancelRequested = true }
     }
-    if let unused = operations[index].work {
-      // A body that never ran, or external work that ended: released after unlocking.
-      effects.garbage.keep(unused)
-      operations[index].work = nil
-    }
+    // A body that never ran, or external work that ended: released after unlocking.
+    if let unused = operations[index].body.take() { effects.garbage.keep(body: unused) }
+    if let unused = operations[index].external.take() { effects.garbage.keep(external: unused) }
     operations[index].isDetached = false
     operations[index].runsExternally = false
 
@@ -157,11 +145,12 @@ extension Scheduler {
     }
     let queue = operations[index].queue
     if queue >= 0 {
-      emit(
-        .operation(id: operations[index].id, name: operations[index].name, state: terminal), in: queue,
-        &effects)
-      operations[index].queue = -1
-      leave(queue, slot: operations[index].slot, &effects)
+      if !queues[queue].subscribers.isEmpty {
+        emit(
+          .operation(id: operations[index].id, name: operations[index].name, state: terminal), in: queue,
+          &effects)
+      }
+      leave(queue, index, &effects)
       if operations[index].isBarrier { queues[queue].barriers.removeFirst(index) }
     }
 
@@ -169,7 +158,7 @@ extension Scheduler {
       let handlers = operations[index].completionHandlers
       operations[index].completionHandlers = []
       effects.complete {
-        for handler in handlers { handler(outcome) }
+        for handler in handlers { handler(outcome.value) }
       }
     }
     if !operations[index].waiters.isEmpty {
@@ -210,29 +199,27 @@ extension Scheduler {
     }
   }
 
-  /// Forgets the ended operation in `slot` of `queue`'s list; wakes the queue's waiters when
-  /// none is left, and frees a released queue that is done.
-  private mutating func leave(_ queue: Int, slot: Int, _ effects: inout Effects) {
-    guard let handle = queues[queue].submitted[slot] else {
+  /// Takes the ended operation `index` out of `queue`'s list; wakes the queue's waiters when
+  /// none is left, and frees a released queue that is done. O(1).
+  private mutating func leave(_ queue: Int, _ index: Int, _ effects: inout Effects) {
+    guard let handle = operations[index].enqueuedHandle.take() else {
       preconditionFailure("Internal inconsistency: an operation left its queue twice")
     }
-    queues[queue].submitted[slot] = nil
     effects.garbage.keep(handle: handle)
-    queues[queue].holes += 1
-    if queues[queue].holes == queues[queue].submitted.count {
-      queues[queue].submitted.removeAll(keepingCapacity: queues[queue].submitted.count <= 1024)
-      queues[queue].holes = 0
+    let previous = operations[index].previousInQueue
+    let next = operations[index].nextInQueue
+    if previous >= 0 { operations[previous].nextInQueue = next } else { queues[queue].first = next }
+    if next >= 0 { operations[next].previousInQueue = previous } else { queues[queue].last = previous }
+    operations[index].previousInQueue = -1
+    operations[index].nextInQueue = -1
+    operations[index].queue = -1
+    queues[queue].unfinishedCount -= 1
+    if queues[queue].unfinishedCount == 0 {
       if !queues[queue].allFinishedWaiters.isEmpty {
         effects.wake(queues[queue].allFinishedWaiters)
         queues[queue].allFinishedWaiters = []
       }
       freeQueueIfDone(queue, &effects)
-    } else if queues[queue].holes > 64 && queues[queue].holes * 2 > queues[queue].submitted.count {
-      queues[queue].submitted.removeAll { $0 == nil }
-      queues[queue].holes = 0
-      for (slot, handle) in queues[queue].submitted.enumerated() {
-        operations[handle!.recordIndex].slot = slot
-      }
     }
   }
 }

@@ -6,8 +6,8 @@ extension Scheduler {
   /// - Throws: `.alreadyEnqueued` if one was added before or appears twice; `.dependencyCycle`
   ///   if waiting for the queue's barriers would close a cycle. Nothing changes then.
   mutating func submit(
-    _ handles: [Handle], to queue: Int, now: () -> ContinuousClock.Instant
-  ) throws(ActorQueueError) -> Effects {
+    _ handles: [Handle], to queue: Int, now: () -> ContinuousClock.Instant, _ effects: inout Effects
+  ) throws(ActorQueueError) {
     if handles.count == 1 {
       guard !operations[handles[0].recordIndex].wasEnqueued else { throw .alreadyEnqueued }
     } else {
@@ -24,44 +24,40 @@ extension Scheduler {
     for barrier in queues[queue].barriers {
       for handle in handles where createsCycle(barrier, handle.recordIndex) { throw .dependencyCycle }
     }
-    var effects = Effects()
     for handle in handles { enqueue(handle, into: queue, &effects) }
     settle(now: now, &effects)
-    return effects
   }
 
   /// Adds a new operation whose typed inputs are `inputs`, in one step: it can neither close a
   /// cycle (nothing waits for it yet) nor have started. If an input has failed or been
   /// cancelled already, it ends at once, in the queue's order of events, without running.
   mutating func submit(
-    _ handle: Handle, inputs: [Handle], to queue: Int, now: () -> ContinuousClock.Instant
-  ) -> Effects {
-    var effects = Effects()
+    _ handle: Handle, inputs: [Handle], to queue: Int, now: () -> ContinuousClock.Instant,
+    _ effects: inout Effects
+  ) {
     let index = handle.recordIndex
     for input in inputs where !operations[index].state.isTerminal {
       link(input, to: index, part: .input, &effects)
     }
     enqueue(handle, into: queue, &effects)
     settle(now: now, &effects)
-    return effects
   }
 
   /// Adds `barrier` behind every unfinished operation of `queue`; operations added later wait
   /// for it (and for every earlier barrier still unfinished). O(unfinished operations).
-  mutating func submitBarrier(_ barrier: Handle, to queue: Int, now: () -> ContinuousClock.Instant) -> Effects
-  {
-    var effects = Effects()
+  mutating func submitBarrier(
+    _ barrier: Handle, to queue: Int, now: () -> ContinuousClock.Instant, _ effects: inout Effects
+  ) {
     let index = barrier.recordIndex
     operations[index].isBarrier = true
-    for handle in queues[queue].submitted {
+    for unfinished in unfinishedIndices(of: queue) {
       // The barrier is new: nothing waits for it, so no cycle can close.
-      guard let handle else { continue }
+      guard let handle = operations[unfinished].enqueuedHandle else { continue }
       link(handle, to: index, part: .barrier, &effects)
     }
     enqueue(barrier, into: queue, &effects)
     if !operations[index].state.isTerminal { queues[queue].barriers.append(index) }
     settle(now: now, &effects)
-    return effects
   }
 
   /// Adds one operation known not to be enqueued yet.
@@ -74,17 +70,21 @@ extension Scheduler {
     nextSubmission += 1
     operations[index].order = nextSubmission
     operations[index].queue = queue
-    operations[index].slot = queues[queue].submitted.count
-    queues[queue].submitted.append(handle)
+    operations[index].enqueuedHandle = handle
+    let last = queues[queue].last
+    operations[index].previousInQueue = last
+    if last >= 0 { operations[last].nextInQueue = index } else { queues[queue].first = index }
+    queues[queue].last = index
+    queues[queue].unfinishedCount += 1
     for barrier in queues[queue].barriers {
-      guard let barrierHandle = queues[queue].submitted[operations[barrier].slot] else {
+      guard let barrierHandle = operations[barrier].enqueuedHandle else {
         preconditionFailure("Internal inconsistency: an unfinished barrier left its queue")
       }
       link(barrierHandle, to: index, part: .barrier, &effects)
     }
     if operations[index].unfinishedDependencies == 0 {
       makeReady(index, &effects)
-    } else {
+    } else if !queues[queue].subscribers.isEmpty {
       emit(
         .operation(id: operations[index].id, name: operations[index].name, state: .pending), in: queue,
         &effects)

@@ -1,5 +1,7 @@
 /// What a worker does after a step.
-enum WorkerAction<Handle: OperationHandle>: Sendable {
+enum WorkerAction: Sendable {
+  typealias Handle = AnyQueueOperation
+
   /// Run this operation's body, then report ``Scheduler/operationEnded(_:worker:queue:outcome:yieldAfter:now:)``.
   case run(operation: Int, body: OperationBody)
   /// Start the work of an externally completed operation (it keeps its slot until the work
@@ -19,22 +21,20 @@ extension Scheduler {
   /// A worker task began (or came back from a yield): it claims the next operation, lingers, or
   /// retires.
   mutating func workerStarted(
-    _ worker: Worker, queue: Int, now: () -> ContinuousClock.Instant
-  ) -> (WorkerAction<Handle>, Effects) {
-    var effects = Effects()
+    _ worker: Worker, queue: Int, now: () -> ContinuousClock.Instant, _ effects: inout Effects
+  ) -> WorkerAction {
     let action = claimOrIdle(worker, queue: queue, now: now, &effects)
     settle(now: now, &effects)
-    return (action, effects)
+    return action
   }
 
   /// The body of `index`, run by `worker`, ended with `outcome`. The worker claims the next
   /// operation in the same critical section (or yields first, when `yieldAfter`), unless its
   /// task was cancelled: then it retires and a replacement is asked for if work waits.
   mutating func operationEnded(
-    _ index: Int, worker: Worker, queue: Int, outcome: Outcome, yieldAfter: Bool,
-    now: () -> ContinuousClock.Instant
-  ) -> (WorkerAction<Handle>, Effects) {
-    var effects = Effects()
+    _ index: Int, worker: Worker, queue: Int, outcome: OutcomeBox, yieldAfter: Bool,
+    now: () -> ContinuousClock.Instant, _ effects: inout Effects
+  ) -> WorkerAction {
     precondition(
       operations[index].worker === worker,
       "Internal inconsistency: a worker ended an operation it did not run")
@@ -44,7 +44,7 @@ extension Scheduler {
     operations[index].taskCancelled = false
     queues[queue].machine.operationEnded()
     terminate(index, as: terminal, error: nil, &effects)
-    let action: WorkerAction<Handle>
+    let action: WorkerAction
     if taskCancelled {
       queues[queue].machine.workerRetired()
       touch(queue)
@@ -56,26 +56,26 @@ extension Scheduler {
       action = claimOrIdle(worker, queue: queue, now: now, &effects)
     }
     settle(now: now, &effects)
-    return (action, effects)
+    return action
   }
 
   /// A worker that started external work claims the next ready operation, if a slot is free,
   /// or retires.
   mutating func claimNext(
-    _ worker: Worker, queue: Int, now: () -> ContinuousClock.Instant
-  ) -> (WorkerAction<Handle>, Effects) {
-    var effects = Effects()
+    _ worker: Worker, queue: Int, now: () -> ContinuousClock.Instant, _ effects: inout Effects
+  ) -> WorkerAction {
     let action = apply(queues[queue].machine.claimNext(), worker: worker, queue: queue, &effects)
     settle(now: now, &effects)
-    return (action, effects)
+    return action
   }
 
   /// The external work of `index` reported its end (from any thread; a second report, or one
   /// for an operation whose work is not running, is ignored). Frees its slot, unless it ran
   /// detached.
-  mutating func externalEnded(_ index: Int, outcome: Outcome, now: () -> ContinuousClock.Instant) -> Effects {
-    var effects = Effects()
-    guard operations[index].runsExternally, !operations[index].state.isTerminal else { return effects }
+  mutating func externalEnded(
+    _ index: Int, outcome: OutcomeBox, now: () -> ContinuousClock.Instant, _ effects: inout Effects
+  ) {
+    guard operations[index].runsExternally, !operations[index].state.isTerminal else { return }
     let queue = operations[index].queue
     if !operations[index].isDetached {
       queues[queue].machine.externalOperationEnded()
@@ -84,19 +84,18 @@ extension Scheduler {
     let terminal = record(outcome, of: index)
     terminate(index, as: terminal, error: nil, &effects)
     settle(now: now, &effects)
-    return effects
   }
 
   /// A lingering worker was woken (an operation was made ready) or its time is up: it claims,
   /// lingers on (the operation that woke it is gone already), or retires.
   mutating func lingerEnded(
-    _ worker: Worker, queue: Int, since start: ContinuousClock.Instant, now: () -> ContinuousClock.Instant
-  ) -> (WorkerAction<Handle>, Effects) {
-    var effects = Effects()
+    _ worker: Worker, queue: Int, since start: ContinuousClock.Instant, now: () -> ContinuousClock.Instant,
+    _ effects: inout Effects
+  ) -> WorkerAction {
     let spell = start.duration(to: now())
     lingeringWorkers -= 1
     let step = queues[queue].machine.workerStarted()
-    let action: WorkerAction<Handle>
+    let action: WorkerAction
     if step.run != nil {
       queues[queue].linger.observe(idleSpell: spell)
       action = apply(step, worker: worker, queue: queue, &effects)
@@ -112,7 +111,7 @@ extension Scheduler {
       action = apply(step, worker: worker, queue: queue, &effects)
     }
     settle(now: now, &effects)
-    return (action, effects)
+    return action
   }
 
   /// A worker that holds no operation claims the next one. If there is none and the queue is
@@ -120,7 +119,7 @@ extension Scheduler {
   /// it retires, and the queue notes when it went idle.
   private mutating func claimOrIdle(
     _ worker: Worker, queue: Int, now: () -> ContinuousClock.Instant, _ effects: inout Effects
-  ) -> WorkerAction<Handle> {
+  ) -> WorkerAction {
     let step = queues[queue].machine.workerStarted()
     if step.run == nil, queues[queue].machine.executing == 0 {
       let instant = now()
@@ -137,7 +136,7 @@ extension Scheduler {
   /// claimed operation to `.executing`, or retires the worker.
   mutating func apply(
     _ step: SchedulerStateMachine<Int>.WorkerStep, worker: Worker, queue: Int, _ effects: inout Effects
-  ) -> WorkerAction<Handle> {
+  ) -> WorkerAction {
     if step.spawnWorker {
       effects.spawn(Spawn(queue: queue, taskPriority: queues[queue].taskPriority, worker: Worker()))
     }
@@ -146,22 +145,20 @@ extension Scheduler {
       return .retire
     }
     operations[index].readyStamp = nil
-    switch operations[index].work {
-    case .external(let start, _, _):
+    if let external = operations[index].external {
       // Runs elsewhere: no worker holds it (cancel() calls its `cancel`).
-      guard let handle = queues[queue].submitted[operations[index].slot] else {
+      guard let handle = operations[index].enqueuedHandle else {
         preconditionFailure("Internal inconsistency: a claimed operation is not in its queue")
       }
       operations[index].runsExternally = true
       transition(index, to: .executing, &effects)
-      return .start(operation: handle, start: start)
-    case .body(let body):
-      operations[index].work = nil
-      operations[index].worker = worker
-      transition(index, to: .executing, &effects)
-      return .run(operation: index, body: body)
-    case nil:
+      return .start(operation: handle, start: external.start)
+    }
+    guard let body = operations[index].body.take() else {
       preconditionFailure("Internal inconsistency: \(operations[index].id) was claimed twice")
     }
+    operations[index].worker = worker
+    transition(index, to: .executing, &effects)
+    return .run(operation: index, body: body)
   }
 }

@@ -41,6 +41,21 @@
 /// An operation's outcome, type-erased: the body's value, or the error it ended with.
 typealias Outcome = Result<any Sendable, any Error>
 
+/// An outcome in a box of its own: created outside the lock (by the worker, once the body
+/// returned), moved and released as one reference, and shared by every operation cancelled
+/// before its body returned.
+final class OutcomeBox: Sendable {
+  let value: Outcome
+
+  init(_ value: Outcome) {
+    self.value = value
+  }
+
+  /// The outcome of every operation cancelled before its body returned: one instance, so
+  /// cancelling 100,000 waiting operations allocates nothing per operation.
+  static let cancelled = OutcomeBox(.failure(CancellationError()))
+}
+
 /// The body of an operation, type-erased so the worker's hot path runs no unspecialised
 /// generic code.
 typealias OperationBody = @Sendable () async throws -> any Sendable
@@ -52,11 +67,24 @@ typealias ExternalStart = @Sendable (_ complete: @escaping @Sendable (Outcome) -
 enum OperationWork: Sendable {
   /// A body, run by a worker task of its queue.
   case body(OperationBody)
-  /// Work that runs elsewhere (a thread, a callback API) and reports its end. `cancel` reaches
-  /// it while it runs. With `startsWhenCancelled`, an operation cancelled while waiting is not
-  /// ended at once: its work is started outside the slot accounting (Foundation's rule, which
-  /// the OperationAdapter follows), and it ends when the work reports its end.
-  case external(start: ExternalStart, cancel: @Sendable () -> Void, startsWhenCancelled: Bool)
+  /// Work that runs elsewhere (a thread, a callback API) and reports its end.
+  case external(ExternalWork)
+}
+
+/// Work that runs elsewhere (a thread, a callback API) and reports its end. `cancel` reaches it
+/// while it runs. With `startsWhenCancelled`, an operation cancelled while waiting is not ended
+/// at once: its work is started outside the slot accounting (Foundation's rule, which the
+/// OperationAdapter follows), and it ends when the work reports its end.
+final class ExternalWork: Sendable {
+  let start: ExternalStart
+  let cancel: @Sendable () -> Void
+  let startsWhenCancelled: Bool
+
+  init(start: @escaping ExternalStart, cancel: @escaping @Sendable () -> Void, startsWhenCancelled: Bool) {
+    self.start = start
+    self.cancel = cancel
+    self.startsWhenCancelled = startsWhenCancelled
+  }
 }
 
 /// A weak reference, for the dependencies an ended operation lists but no longer owns.
@@ -65,7 +93,9 @@ struct WeakHandle<Object: AnyObject & Sendable>: Sendable {
 }
 
 /// A dependency edge, as the dependent holds it.
-struct DependencyEdge<Handle: OperationHandle>: Sendable {
+struct DependencyEdge: Sendable {
+  typealias Handle = AnyQueueOperation
+
   /// The dependency's record.
   let index: Int
   /// The dependency itself: strongly while the dependent is unfinished.
@@ -98,10 +128,13 @@ struct DependentEntry: Sendable {
 }
 
 /// One operation's scheduling record.
-struct OperationRecord<Handle: OperationHandle>: Sendable {
-  /// The identifier of the handle this record belongs to; `nil` while the index is free.
-  var owner: OperationID?
+struct OperationRecord: Sendable {
+  typealias Handle = AnyQueueOperation
+
+  /// The identifier of the handle this record belongs to.
   var id: OperationID
+  /// `false` while the index is free.
+  var isLive = true
   var name: String?
   var state: OperationState = .pending
   var priority: OperationPriority
@@ -112,12 +145,18 @@ struct OperationRecord<Handle: OperationHandle>: Sendable {
   var queue = -1
   /// Submission order (one counter for every queue): the tie-break among ready operations.
   var order: UInt64 = 0
-  /// Index in the queue's record of unfinished operations.
-  var slot = 0
+  /// The handle itself, while it is in a queue and unfinished: the queue keeps it alive (as
+  /// Foundation's queue keeps its operations), and lists it.
+  var enqueuedHandle: AnyQueueOperation?
+  /// The neighbours in its queue's list of unfinished operations (submission order); -1: none.
+  var previousInQueue = -1
+  var nextInQueue = -1
   /// Set while in the queue's ready set.
   var readyStamp: ReadyQueue<Int>.Stamp?
-  /// The work, until a worker claims it or the operation ends without running.
-  var work: OperationWork?
+  /// The body, until a worker claims it or the operation ends without running.
+  var body: OperationBody?
+  /// External work instead of a body, until the operation ends.
+  var external: ExternalWork?
   /// Set while the body runs on a worker task.
   var worker: Worker?
   /// The worker's task was asked to cancel: the worker must not run another operation.
@@ -126,14 +165,17 @@ struct OperationRecord<Handle: OperationHandle>: Sendable {
   var runsExternally = false
   /// External work started outside the slot accounting (cancelled while waiting).
   var isDetached = false
-  var dependencies: [DependencyEdge<Handle>] = []
+  var dependencies: [DependencyEdge] = []
+  /// The position of each dependency's edge in `dependencies`, once there are many of them (a
+  /// fan-in), so that adding the next edge does not scan them all; rebuilt after a removal.
+  var edgePositions: [Int: Int]?
   /// Operations that waited for this one when they were linked (some may have ended since);
   /// emptied when it ends.
   var dependents: [DependentEntry] = []
   var unfinishedDependencies = 0
   /// The outcome once ended: the body's value, or the error (`CancellationError` when
   /// cancelled).
-  var outcome: Outcome?
+  var outcome: OutcomeBox?
   /// The error the body threw, when it ended `.cancelled` because cancellation had been
   /// requested (or `.failed`).
   var thrownError: (any Error)?
@@ -141,31 +183,52 @@ struct OperationRecord<Handle: OperationHandle>: Sendable {
   var waiters: [CheckedContinuation<Void, Never>] = []
   var subscribers: [EventChannel<OperationState>] = []
 
-  init(
-    owner: OperationID?, id: OperationID, name: String?, priority: OperationPriority, work: OperationWork?
-  ) {
-    self.owner = owner
+  init(id: OperationID, name: String?, priority: OperationPriority, work: OperationWork) {
     self.id = id
     self.name = name
     self.priority = priority
-    self.work = work
+    switch work {
+    case .body(let body): self.body = body
+    case .external(let external): self.external = external
+    }
+  }
+
+  /// Makes a free record (every field left as ``Scheduler/releaseOperation(_:owner:)`` leaves it)
+  /// the record of a new operation, field by field: cheaper than assigning a whole record.
+  mutating func reuse(id: OperationID, name: String?, priority: OperationPriority, work: OperationWork) {
+    self.id = id
+    isLive = true
+    self.name = name
+    self.priority = priority
+    state = .pending
+    cancelRequested = false
+    wasEnqueued = false
+    isBarrier = false
+    taskCancelled = false
+    runsExternally = false
+    isDetached = false
+    queue = -1
+    unfinishedDependencies = 0
+    switch work {
+    case .body(let body): self.body = body
+    case .external(let external): self.external = external
+    }
   }
 
   /// The error this operation ended with, if it did not finish.
   var failure: (any Error)? {
-    if case .failure(let error) = outcome { return error }
+    if case .failure(let error) = outcome?.value { return error }
     return nil
   }
 
   /// Whether a cancellation of this waiting operation starts its work instead of ending it.
-  var startsWhenCancelled: Bool {
-    if case .external(_, _, true) = work { return true }
-    return false
-  }
+  var startsWhenCancelled: Bool { external?.startsWhenCancelled ?? false }
 }
 
 /// One queue's scheduling record.
-struct QueueRecord<Handle: OperationHandle>: Sendable {
+struct QueueRecord: Sendable {
+  typealias Handle = AnyQueueOperation
+
   /// Distinguishes this queue from earlier ones that used the same index.
   var generation: UInt64
   var isLive = true
@@ -173,10 +236,11 @@ struct QueueRecord<Handle: OperationHandle>: Sendable {
   var taskPriority: TaskPriority?
   /// The start rule: ready operations, slots, workers, limit, suspension.
   var machine: SchedulerStateMachine<Int>
-  /// Unfinished operations by submission; `nil` where one has ended. Holes are compacted away
-  /// when they outnumber the operations, so memory follows the unfinished operations.
-  var submitted: [Handle?] = []
-  var holes = 0
+  /// Unfinished operations in submission order: a list threaded through their records (O(1)
+  /// to add and to leave, in any order); -1: none.
+  var first = -1
+  var last = -1
+  var unfinishedCount = 0
   /// Tasks in `waitUntilAllOperationsAreFinished()`.
   var allFinishedWaiters: [CheckedContinuation<Void, Never>] = []
   /// Unfinished barriers, oldest first: operations added now wait for each of them.
@@ -190,7 +254,6 @@ struct QueueRecord<Handle: OperationHandle>: Sendable {
   /// Changed by the current event: its starts are decided at the end of the event.
   var isTouched = false
 
-  var unfinishedCount: Int { submitted.count - holes }
 }
 
 /// Identifies a queue's record: its index, and the generation that tells it from a later queue
@@ -201,12 +264,14 @@ struct QueueReference: Hashable, Sendable {
 }
 
 /// The whole scheduling state of the process; see the top of this file.
-struct Scheduler<Handle: OperationHandle>: Sendable {
-  typealias Effects = SchedulerEffects<Handle>
+struct Scheduler: Sendable {
+  typealias Handle = AnyQueueOperation
 
-  var operations: [OperationRecord<Handle>] = []
+  typealias Effects = SchedulerEffects
+
+  var operations: [OperationRecord] = []
   private var freeOperations: [Int] = []
-  var queues: [QueueRecord<Handle>] = []
+  var queues: [QueueRecord] = []
   private var freeQueues: [Int] = []
   private var nextQueueGeneration: UInt64 = 0
   /// Submission order: one counter for all queues.
@@ -229,21 +294,20 @@ struct Scheduler<Handle: OperationHandle>: Sendable {
 
   /// Creates the record of a new handle; returns its index. O(1).
   mutating func createOperation(
-    id: OperationID, name: String?, priority: OperationPriority, work: OperationWork?
+    id: OperationID, name: String?, priority: OperationPriority, work: OperationWork
   ) -> Int {
-    let record = OperationRecord<Handle>(owner: id, id: id, name: name, priority: priority, work: work)
     if let index = freeOperations.popLast() {
-      operations[index] = record
+      operations[index].reuse(id: id, name: name, priority: priority, work: work)
       return index
     }
-    operations.append(record)
+    operations.append(OperationRecord(id: id, name: name, priority: priority, work: work))
     return operations.count - 1
   }
 
   /// What a released handle's record let go of.
   struct Released: Sendable {
     /// User-owned values, released by the caller after unlocking.
-    var garbage: Garbage<Handle>
+    var garbage: Garbage
     /// The handle is the first of a chain being released: the caller releases `garbage`, then
     /// drains ``takeReleaseBacklog()`` until it is empty.
     var drains: Bool
@@ -254,27 +318,36 @@ struct Scheduler<Handle: OperationHandle>: Sendable {
   /// another release is being drained, so a dropped chain of any length is released
   /// iteratively.
   mutating func releaseOperation(_ index: Int, owner: OperationID) -> Released {
-    guard operations[index].owner == owner else {
+    guard operations[index].isLive, operations[index].id == owner else {
       preconditionFailure(
         "Internal inconsistency: operation record \(index) released by a handle it does not belong to")
     }
-    let record = operations[index]
-    operations[index] = OperationRecord(owner: nil, id: record.id, name: nil, priority: .normal, work: nil)
-    freeOperations.append(index)
     precondition(
-      record.queue == -1 && record.worker == nil && !record.runsExternally,
-      "Internal inconsistency: the handle of \(record.id) was released while its queue still held it")
-    // Its dependencies stop counting it as a dependent.
+      operations[index].queue == -1 && operations[index].worker == nil && !operations[index].runsExternally,
+      "Internal inconsistency: the handle of \(owner) was released while its queue still held it")
+    operations[index].isLive = false
+    freeOperations.append(index)
     // Dependencies that still list it as a dependent skip it by its identifier (the index may
-    // be reused), so nothing to unlink there.
-    var garbage = Garbage<Handle>()
-    for edge in record.dependencies {
-      if let handle = edge.handle { garbage.keep(handle: handle) }
+    // be reused), so there is nothing to unlink there. What it owned is taken out in place.
+    var garbage = Garbage()
+    if !operations[index].dependencies.isEmpty {
+      for edge in operations[index].dependencies {
+        if let handle = edge.handle { garbage.keep(handle: handle) }
+      }
+      operations[index].dependencies = []
     }
-    garbage.keep(record.work)
-    garbage.keep(record.outcome)
-    garbage.keep(record.thrownError)
-    if !record.completionHandlers.isEmpty { garbage.keep(record.completionHandlers) }
+    if let outcome = operations[index].outcome.take() { garbage.keep(outcome: outcome) }
+    if let body = operations[index].body.take() { garbage.keep(body: body) }
+    if let external = operations[index].external.take() { garbage.keep(external: external) }
+    if let error = operations[index].thrownError.take() { garbage.keep(error: error) }
+    operations[index].readyStamp = nil
+    operations[index].edgePositions = nil
+    if !operations[index].dependents.isEmpty { operations[index].dependents = [] }
+    if !operations[index].completionHandlers.isEmpty {
+      garbage.keep(operations[index].completionHandlers)
+      operations[index].completionHandlers = []
+    }
+    operations[index].subscribers = []
     guard garbage.hasHandles else { return Released(garbage: garbage, drains: false) }
     if isDrainingBacklog {
       releaseBacklog.append(contentsOf: garbage.takeHandles())
@@ -299,7 +372,7 @@ struct Scheduler<Handle: OperationHandle>: Sendable {
   /// Creates a queue's record.
   mutating func createQueue(name: String?, limit: Int, taskPriority: TaskPriority?) -> QueueReference {
     nextQueueGeneration += 1
-    let record = QueueRecord<Handle>(
+    let record = QueueRecord(
       generation: nextQueueGeneration, name: name, taskPriority: taskPriority,
       machine: SchedulerStateMachine(limit: limit))
     if let index = freeQueues.popLast() {
@@ -319,20 +392,16 @@ struct Scheduler<Handle: OperationHandle>: Sendable {
   /// The queue's `ActorQueue` was released. A suspended queue that nobody can resume any more
   /// cancels its waiting operations; a queue with nothing left is freed (its event streams
   /// end).
-  mutating func releaseQueue(_ queue: Int) -> Effects {
-    var effects = Effects()
+  mutating func releaseQueue(_ queue: Int, now: () -> ContinuousClock.Instant, _ effects: inout Effects) {
     queues[queue].isReleased = true
     if queues[queue].machine.isSuspended {
-      for handle in queues[queue].submitted {
-        guard let index = handle?.recordIndex else { continue }
-        if operations[index].state == .pending || operations[index].state == .ready {
-          cancel(index, &effects)
-        }
+      for index in unfinishedIndices(of: queue)
+      where operations[index].state == .pending || operations[index].state == .ready {
+        cancel(index, &effects)
       }
     }
     freeQueueIfDone(queue, &effects)
-    settle(now: { .now }, &effects)
-    return effects
+    settle(now: now, &effects)
   }
 
   /// Frees a released queue's record once no operation and no worker is left in it.
@@ -353,7 +422,7 @@ struct Scheduler<Handle: OperationHandle>: Sendable {
   func state(of index: Int) -> OperationState { operations[index].state }
   func priority(of index: Int) -> OperationPriority { operations[index].priority }
   func isCancelRequested(_ index: Int) -> Bool { operations[index].cancelRequested }
-  func outcome(of index: Int) -> Outcome? { operations[index].outcome }
+  func outcome(of index: Int) -> OutcomeBox? { operations[index].outcome }
   func thrownError(of index: Int) -> (any Error)? { operations[index].thrownError }
 
   /// The dependencies `index` lists: owned while unfinished, those still alive once ended.
@@ -366,7 +435,28 @@ struct Scheduler<Handle: OperationHandle>: Sendable {
   func isSuspended(_ queue: Int) -> Bool { queues[queue].machine.isSuspended }
   func unfinishedCount(of queue: Int) -> Int { queues[queue].unfinishedCount }
   /// O(n).
-  func unfinished(of queue: Int) -> [Handle] { queues[queue].submitted.compactMap { $0 } }
+  func unfinished(of queue: Int) -> [Handle] {
+    var handles: [Handle] = []
+    handles.reserveCapacity(queues[queue].unfinishedCount)
+    var index = queues[queue].first
+    while index >= 0 {
+      if let handle = operations[index].enqueuedHandle { handles.append(handle) }
+      index = operations[index].nextInQueue
+    }
+    return handles
+  }
+
+  /// The records of `queue`'s unfinished operations, in submission order. O(n).
+  func unfinishedIndices(of queue: Int) -> [Int] {
+    var indices: [Int] = []
+    indices.reserveCapacity(queues[queue].unfinishedCount)
+    var index = queues[queue].first
+    while index >= 0 {
+      indices.append(index)
+      index = operations[index].nextInQueue
+    }
+    return indices
+  }
 
   // MARK: Waiting and watching
 
@@ -388,7 +478,7 @@ struct Scheduler<Handle: OperationHandle>: Sendable {
 
   /// Registers a completion handler; returns the outcome instead if `index` has ended.
   mutating func addCompletionHandler(_ handler: @escaping @Sendable (Outcome) -> Void, to index: Int)
-    -> Outcome?
+    -> OutcomeBox?
   {
     if operations[index].state.isTerminal, let outcome = operations[index].outcome { return outcome }
     operations[index].completionHandlers.append(handler)
@@ -396,8 +486,7 @@ struct Scheduler<Handle: OperationHandle>: Sendable {
   }
 
   /// Subscribes `channel` to `index`'s states: the current one first.
-  mutating func subscribe(_ channel: EventChannel<OperationState>, to index: Int) -> Effects {
-    var effects = Effects()
+  mutating func subscribe(_ channel: EventChannel<OperationState>, to index: Int, _ effects: inout Effects) {
     let state = operations[index].state
     _ = channel.push(state, effects: &effects)
     if state.isTerminal {
@@ -405,7 +494,6 @@ struct Scheduler<Handle: OperationHandle>: Sendable {
     } else {
       operations[index].subscribers.append(channel)
     }
-    return effects
   }
 
   /// Subscribes `channel` to `queue`'s events.
@@ -428,26 +516,25 @@ struct Scheduler<Handle: OperationHandle>: Sendable {
   }
 
   /// Changes the limit (validated by the caller). Raising it may start operations at once.
-  mutating func setLimit(_ limit: Int, of queue: Int, now: () -> ContinuousClock.Instant) -> Effects {
-    var effects = Effects()
-    guard limit != queues[queue].machine.limit else { return effects }
+  mutating func setLimit(
+    _ limit: Int, of queue: Int, now: () -> ContinuousClock.Instant, _ effects: inout Effects
+  ) {
+    guard limit != queues[queue].machine.limit else { return }
     queues[queue].machine.setLimit(limit)
     emit(.limitChanged(limit), in: queue, &effects)
     touch(queue)
     settle(now: now, &effects)
-    return effects
   }
 
   /// Suspends or resumes the queue. Resuming starts waiting operations at once.
-  mutating func setSuspended(_ suspended: Bool, of queue: Int, now: () -> ContinuousClock.Instant) -> Effects
-  {
-    var effects = Effects()
-    guard suspended != queues[queue].machine.isSuspended else { return effects }
+  mutating func setSuspended(
+    _ suspended: Bool, of queue: Int, now: () -> ContinuousClock.Instant, _ effects: inout Effects
+  ) {
+    guard suspended != queues[queue].machine.isSuspended else { return }
     queues[queue].machine.setSuspended(suspended)
     emit(suspended ? .suspended : .resumed, in: queue, &effects)
     touch(queue)
     settle(now: now, &effects)
-    return effects
   }
 
   // MARK: Events
@@ -517,13 +604,8 @@ struct Scheduler<Handle: OperationHandle>: Sendable {
         effects.spawn(Spawn(queue: queue, taskPriority: queues[queue].taskPriority, worker: Worker()))
       }
     }
-    touched.removeAll(keepingCapacity: true)
+    if !touched.isEmpty { touched.removeAll(keepingCapacity: true) }
   }
-}
-
-/// What the scheduler needs of a handle it holds: its record's index.
-protocol OperationHandle: AnyObject, Sendable {
-  var recordIndex: Int { get }
 }
 
 extension Array where Element == Int {

@@ -26,22 +26,27 @@ public class AnyQueueOperation: Hashable, @unchecked Sendable, CustomStringConve
   public let name: String?
   /// This operation's record in the scheduler.
   let recordIndex: Int
+  /// Whether the record lives in the process's scheduler (`Engine.scheduler`); `false` only for
+  /// handles that tests make for a scheduler value of their own.
+  let isInEngine: Bool
 
   /// A new operation, with its record.
   init(name: String?, priority: OperationPriority, work: OperationWork) {
     let id = OperationID()
     self.id = id
     self.name = name
+    isInEngine = true
     recordIndex = Engine.scheduler.withLock {
       $0.createOperation(id: id, name: name, priority: priority, work: work)
     }
   }
 
   /// A new operation whose record the caller created under the lock (`id` is the record's).
-  init(id: OperationID, name: String?, recordIndex: Int) {
+  init(id: OperationID, name: String?, recordIndex: Int, isInEngine: Bool = true) {
     self.id = id
     self.name = name
     self.recordIndex = recordIndex
+    self.isInEngine = isInEngine
   }
 
   /// Frees the record. What it owned (dependencies, an unrun body, the outcome) is released
@@ -49,6 +54,7 @@ public class AnyQueueOperation: Hashable, @unchecked Sendable, CustomStringConve
   /// (see `Scheduler.releaseOperation`), so releasing a 100,000-deep graph cannot overflow the
   /// stack.
   deinit {
+    guard isInEngine else { return }
     if Self.releaseRecord(recordIndex, owner: id) { Engine.drainReleaseBacklog() }
   }
 
@@ -225,8 +231,8 @@ public final class QueueOperation<Success: Sendable>: AnyQueueOperation, @unchec
   }
 
   /// An operation whose record the caller created under the lock.
-  override init(id: OperationID, name: String?, recordIndex: Int) {
-    super.init(id: id, name: name, recordIndex: recordIndex)
+  override init(id: OperationID, name: String?, recordIndex: Int, isInEngine: Bool = true) {
+    super.init(id: id, name: name, recordIndex: recordIndex, isInEngine: isInEngine)
   }
 
   /// An operation whose work runs outside Swift concurrency (a thread, a callback API) and

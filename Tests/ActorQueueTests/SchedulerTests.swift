@@ -1,0 +1,369 @@
+import Testing
+
+@testable import ActorQueue
+
+/// The scheduler value, driven event by event: no task runs, no real time passes. Each test
+/// is a script of events and the exact decisions expected (what runs, what is pending, which
+/// workers start).
+@Suite("Scheduler value")
+struct SchedulerTests {
+  // MARK: Starting and ordering
+
+  @Test("The first operation added to an idle queue is claimed for the worker started for it")
+  func idleQueueStartsAtOnce() {
+    var h = SchedulerHarness()
+    let q = h.makeQueue(limit: 1)
+    h.add("a", to: q)
+    #expect(h.spawned == 1)
+    #expect(h.running == ["a"])
+    #expect(h.state("a") == .executing)
+    h.add("b", to: q)
+    #expect(h.spawned == 1, "a busy serial queue starts no second worker")
+    #expect(h.state("b") == .ready)
+  }
+
+  @Test("A batch is submitted whole, then scheduled: on an idle serial queue its highest priority runs first")
+  func batchByPriority() throws {
+    var h = SchedulerHarness()
+    let q = h.makeQueue(limit: 1)
+    h.makeOperation("low", priority: .low)
+    h.makeOperation("veryHigh", priority: .veryHigh)
+    h.makeOperation("normal")
+    try h.submit(["low", "veryHigh", "normal"], to: q)
+    #expect(h.running == ["veryHigh"])
+    #expect(h.runToCompletion() == ["veryHigh", "normal", "low"])
+  }
+
+  @Test("Ready operations start by priority, then in submission order; re-prioritising re-sorts at once")
+  func priorityThenFIFO() {
+    var h = SchedulerHarness()
+    let q = h.makeQueue(limit: 1)
+    h.add("busy", to: q)
+    h.add("n1", "n2", to: q)
+    h.add("h1", priority: .high, to: q)
+    h.add("n3", to: q)
+    h.add("l1", priority: .low, to: q)
+    let n3 = h.index("n3")
+    h.event { scheduler, _, _ in scheduler.setPriority(.veryHigh, of: n3) }
+    #expect(h.runToCompletion() == ["busy", "n3", "h1", "n1", "n2", "l1"])
+  }
+
+  @Test(
+    "Never more than the limit execute; raising it starts waiting operations at once; lowering governs later starts"
+  )
+  func liveLimit() {
+    var h = SchedulerHarness()
+    let q = h.makeQueue(limit: 1)
+    h.add("a", "b", "c", "d", to: q)
+    #expect(h.running == ["a"])
+    h.event { scheduler, now, effects in scheduler.setLimit(3, of: q, now: now, &effects) }
+    #expect(Set(h.running) == ["a", "b", "c"])
+    h.event { scheduler, now, effects in scheduler.setLimit(1, of: q, now: now, &effects) }
+    #expect(h.running.count == 3, "executing operations are not interrupted")
+    h.end("a")
+    h.end("b")
+    #expect(h.running == ["c"], "no start while as many as the new limit execute")
+    h.end("c")
+    #expect(h.running == ["d"])
+  }
+
+  @Test("Suspension stops starts; cancelling a waiting op still ends it; resuming starts the rest")
+  func suspension() {
+    var h = SchedulerHarness()
+    let q = h.makeQueue(limit: 2)
+    h.event { scheduler, now, effects in scheduler.setSuspended(true, of: q, now: now, &effects) }
+    h.add("a", "b", "c", to: q)
+    #expect(h.spawned == 0)
+    #expect(h.state("a") == .ready)
+    h.cancel("b")
+    #expect(h.state("b") == .cancelled)
+    h.event { scheduler, now, effects in scheduler.setSuspended(false, of: q, now: now, &effects) }
+    #expect(Set(h.running) == ["a", "c"])
+  }
+
+  // MARK: Dependencies
+
+  @Test(
+    "A dependency across queues: the dependent is pending, and becomes ready in its own queue when the dependency ends"
+  )
+  func crossQueueDependency() throws {
+    var h = SchedulerHarness()
+    let q1 = h.makeQueue(limit: 1)
+    let q2 = h.makeQueue(limit: 1)
+    let a = h.makeOperation("a")
+    let b = h.makeOperation("b")
+    try h.event { scheduler, now, effects throws(ActorQueueError) in
+      try scheduler.addDependency(a, to: b.recordIndex, requirement: .completion, now: now, &effects)
+    }
+    try h.submit(["b"], to: q2)
+    #expect(h.state("b") == .pending)
+    #expect(h.spawned == 0)
+    try h.submit(["a"], to: q1)
+    #expect(h.running == ["a"])
+    h.end("a", with: .failure(TestFailure()))
+    #expect(h.state("a") == .failed)
+    #expect(h.running == ["b"], "a completion edge releases the dependent however the dependency ended")
+  }
+
+  @Test("A cycle is refused and nothing changes")
+  func cycleRefused() throws {
+    var h = SchedulerHarness()
+    let q = h.makeQueue(limit: 1)
+    let a = h.makeOperation("a")
+    let b = h.makeOperation("b")
+    let c = h.makeOperation("c")
+    try h.event { s, now, e throws(ActorQueueError) in
+      try s.addDependency(a, to: b.recordIndex, requirement: .completion, now: now, &e)
+    }
+    try h.event { s, now, e throws(ActorQueueError) in
+      try s.addDependency(b, to: c.recordIndex, requirement: .completion, now: now, &e)
+    }
+    #expect(throws: ActorQueueError.dependencyCycle) {
+      try h.event { s, now, e throws(ActorQueueError) in
+        try s.addDependency(c, to: a.recordIndex, requirement: .completion, now: now, &e)
+      }
+    }
+    #expect(h.scheduler.dependencies(of: a.recordIndex).isEmpty)
+    #expect(h.scheduler.operations[a.recordIndex].unfinishedDependencies == 0)
+    #expect(h.scheduler.operations[c.recordIndex].dependents.isEmpty)
+    try h.submit(["c", "b", "a"], to: q)
+    #expect(h.runToCompletion() == ["a", "b", "c"])
+  }
+
+  @Test("A failure propagates along must-succeed edges at once, transitively, using no slot")
+  func failurePropagation() throws {
+    var h = SchedulerHarness()
+    let q = h.makeQueue(limit: 1)
+    let x = h.makeOperation("x")
+    let y = h.makeOperation("y")
+    let z = h.makeOperation("z")
+    try h.event { s, now, e throws(ActorQueueError) in
+      try s.addDependency(x, to: y.recordIndex, requirement: .success, now: now, &e)
+      try s.addDependency(y, to: z.recordIndex, requirement: .success, now: now, &e)
+    }
+    try h.submit(["x", "y", "z"], to: q)
+    h.end("x", with: .failure(TestFailure(code: 7)))
+    #expect(h.state("y") == .failed)
+    #expect(h.state("z") == .failed)
+    #expect(h.running.isEmpty)
+    let failure = h.scheduler.operations[z.recordIndex].failure as? DependencyFailedError
+    #expect(failure?.dependencyID == y.id)
+    #expect(failure?.originID == x.id)
+    #expect(failure?.underlyingError as? TestFailure == TestFailure(code: 7))
+  }
+
+  @Test("A diamond of must-succeed edges and a typed input ends its bottom exactly once")
+  func diamondEndsOnce() throws {
+    for cancelX in [true, false] {
+      var h = SchedulerHarness()
+      let q = h.makeQueue(limit: 1)
+      h.add("blocker", to: q)
+      let x = h.makeOperation("x")
+      let a = h.makeOperation("a")
+      let d = h.makeOperation("d")
+      try h.event { s, now, e throws(ActorQueueError) in
+        try s.addDependency(x, to: d.recordIndex, requirement: .success, now: now, &e)
+      }
+      try h.submit(["x"], to: q)
+      h.event { s, now, e in s.submit(a, inputs: [x], to: q, now: now, &e) }
+      try h.event { s, now, e throws(ActorQueueError) in
+        try s.addDependency(a, to: d.recordIndex, requirement: .success, now: now, &e)
+      }
+      try h.submit(["d"], to: q)
+      if cancelX {
+        h.cancel("x")
+      } else {
+        h.end("blocker")
+        h.end("x", with: .failure(TestFailure()))
+      }
+      let expected: OperationState = cancelX ? .cancelled : .failed
+      #expect(h.state("a") == expected)
+      #expect(h.state("d") == expected)
+    }
+  }
+
+  @Test("An input that has failed already ends a new dependent at once, whichever input it is")
+  func failedEarlierInput() {
+    var h = SchedulerHarness()
+    let q = h.makeQueue(limit: 1)
+    h.add("first", to: q)
+    h.end("first", with: .failure(TestFailure()))
+    h.add("second", to: q)
+    h.end("second")
+    let dependent = h.makeOperation("dependent")
+    let inputs = [h["first"], h["second"]]
+    h.event { s, now, e in s.submit(dependent, inputs: inputs, to: q, now: now, &e) }
+    #expect(h.state("dependent") == .failed)
+    #expect(h.running.isEmpty)
+  }
+
+  // MARK: Cancellation
+
+  @Test(
+    "cancelAll on an idle queue: a waiting op that a cancellation makes ready is cancelled too, never started"
+  )
+  func cancelAllStartsNothing() throws {
+    var h = SchedulerHarness()
+    let outside = h.makeQueue(limit: 1)
+    let q = h.makeQueue(limit: 1)
+    h.add("external", to: outside)
+    let external = h["external"]
+    let op1 = h.makeOperation("op1")
+    let op2 = h.makeOperation("op2")
+    try h.event { s, now, e throws(ActorQueueError) in
+      try s.addDependency(external, to: op1.recordIndex, requirement: .completion, now: now, &e)
+      try s.addDependency(op1, to: op2.recordIndex, requirement: .completion, now: now, &e)
+    }
+    try h.submit(["op1", "op2"], to: q)
+    let before = h.spawned
+    h.event { s, now, e in s.cancelAll(in: q, now: now, &e) }
+    #expect(h.state("op1") == .cancelled)
+    #expect(h.state("op2") == .cancelled)
+    #expect(h.spawned == before)
+    #expect(h.running == ["external"])
+  }
+
+  @Test("Cancelling an executing op asks its worker's task to cancel once; the worker retires after it")
+  func cancelExecuting() {
+    var h = SchedulerHarness()
+    let q = h.makeQueue(limit: 1)
+    h.add("a", "b", to: q)
+    h.cancel("a")
+    #expect(h.lastEffects.cancellations?.count == 1)
+    h.cancel("a")
+    #expect(h.lastEffects.cancellations == nil, "asked once")
+    #expect(h.state("a") == .executing)
+    h.end("a", with: .failure(TestFailure()))
+    #expect(h.state("a") == .cancelled, "once cancellation was requested, a thrown error cancels")
+    #expect(h.scheduler.thrownError(of: h.index("a")) as? TestFailure == TestFailure())
+    #expect(h.running == ["b"], "a replacement worker runs the next op")
+  }
+
+  // MARK: Barriers
+
+  @Test(
+    "A barrier waits for everything before it; later ops wait for every unfinished barrier, even when a later one ended"
+  )
+  func barriers() {
+    var h = SchedulerHarness()
+    let q = h.makeQueue(limit: 4)
+    h.add("before", to: q)
+    let b1 = h.makeOperation("b1")
+    h.event { s, now, e in s.submitBarrier(b1, to: q, now: now, &e) }
+    #expect(h.state("b1") == .pending)
+    h.end("before")
+    #expect(h.running == ["b1"])
+    let b2 = h.makeOperation("b2")
+    h.event { s, now, e in s.submitBarrier(b2, to: q, now: now, &e) }
+    h.cancel("b2")
+    h.add("after", to: q)
+    #expect(h.state("after") == .pending, "b1 still executes")
+    h.end("b1")
+    #expect(h.running == ["after"])
+  }
+
+  @Test("removeDependency of a barrier added explicitly too keeps the barrier ordering")
+  func barrierEdgeStays() throws {
+    var h = SchedulerHarness()
+    let q = h.makeQueue(limit: 4)
+    h.add("before", to: q)
+    let barrier = h.makeOperation("barrier")
+    h.event { s, now, e in s.submitBarrier(barrier, to: q, now: now, &e) }
+    let after = h.makeOperation("after")
+    try h.event { s, now, e throws(ActorQueueError) in
+      try s.addDependency(barrier, to: after.recordIndex, requirement: .completion, now: now, &e)
+    }
+    try h.submit(["after"], to: q)
+    h.event { s, now, e in s.removeDependency(barrier.recordIndex, from: after.recordIndex, now: now, &e) }
+    #expect(h.state("after") == .pending)
+    #expect(h.scheduler.dependencies(of: after.recordIndex).map(\.id) == [barrier.id])
+  }
+
+  // MARK: Lifetime and ownership
+
+  @Test("What a cancelled waiting op owned leaves the lock in the effects, not released inside it")
+  func releasedOutsideTheLock() {
+    var h = SchedulerHarness()
+    let q = h.makeQueue(limit: 1)
+    h.event { s, now, e in s.setSuspended(true, of: q, now: now, &e) }
+    h.add("waiting", to: q)
+    h.cancel("waiting")
+    #expect(h.lastEffects.garbage.hasHandles, "the queue's reference to the handle")
+    #expect(h.scheduler.operations[h.index("waiting")].body == nil)
+  }
+
+  @Test("An ended operation stops owning its dependencies, so no cycle of references can form")
+  func endedOperationsOwnNothing() throws {
+    var h = SchedulerHarness()
+    let q = h.makeQueue(limit: 1)
+    h.add("d", to: q)
+    let d = h["d"]
+    let x = h.makeOperation("x")
+    try h.event { s, now, e throws(ActorQueueError) in
+      try s.addDependency(d, to: x.recordIndex, requirement: .completion, now: now, &e)
+    }
+    try h.submit(["x"], to: q)
+    h.cancel("x")
+    #expect(h.scheduler.operations[x.recordIndex].dependencies.allSatisfy { $0.handle == nil })
+    #expect(h.scheduler.dependencies(of: x.recordIndex).map(\.id) == [h["d"].id], "still listed while alive")
+  }
+
+  @Test("A released suspended queue cancels its waiting ops and is freed")
+  func releasedSuspendedQueue() {
+    var h = SchedulerHarness()
+    let reference = h.scheduler.createQueue(name: nil, limit: 1, taskPriority: nil)
+    let q = reference.index
+    h.event { s, now, e in s.setSuspended(true, of: q, now: now, &e) }
+    h.add("a", "b", to: q)
+    h.event { s, now, e in s.releaseQueue(q, now: now, &e) }
+    #expect(h.state("a") == .cancelled)
+    #expect(h.state("b") == .cancelled)
+    #expect(!h.scheduler.isLive(reference))
+  }
+
+  @Test("A released queue that still works is freed when its last op ends and its worker retires")
+  func releasedBusyQueue() {
+    var h = SchedulerHarness()
+    let reference = h.scheduler.createQueue(name: nil, limit: 1, taskPriority: nil)
+    let q = reference.index
+    h.add("a", to: q)
+    h.event { s, now, e in s.releaseQueue(q, now: now, &e) }
+    #expect(h.scheduler.isLive(reference))
+    #expect(h.state("a") == .executing)
+    h.end("a")
+    #expect(!h.scheduler.isLive(reference))
+  }
+
+  // MARK: Lingering, with the clock as an input
+
+  @Test(
+    "A queue whose work came back quickly lingers once idle; a linger that runs out retires and stops lingering"
+  )
+  func lingerWithManualTime() {
+    var h = SchedulerHarness()
+    let q = h.makeQueue(limit: 1)
+    h.add("a", to: q)
+    h.end("a")
+    #expect(!h.lingering, "the first idle spell is unknown: no linger")
+    #expect(h.workers.isEmpty)
+    h.now += .microseconds(10)
+    h.add("b", to: q)
+    h.end("b")
+    #expect(h.lingering, "the last idle spell was 10 µs: lingering pays")
+    h.now += .microseconds(20)
+    h.add("c", to: q)
+    #expect(h.lastEffects.wakeLingerer)
+    #expect(h.spawned == 2, "the lingering worker takes it: no new task")
+    h.endLinger()
+    #expect(h.running == ["c"])
+    h.end("c")
+    #expect(h.lingering)
+    h.now += LingerPolicy.window
+    h.endLinger()
+    #expect(h.workers.isEmpty, "the window ran out: the worker retires")
+    h.now += .microseconds(10)
+    h.add("d", to: q)
+    h.end("d")
+    #expect(!h.lingering, "a linger that ran out turns lingering off until a short spell is seen")
+  }
+}

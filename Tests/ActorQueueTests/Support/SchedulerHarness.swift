@@ -1,0 +1,189 @@
+import Testing
+
+@testable import ActorQueue
+
+/// Drives a `Scheduler` value of its own, with no task and no real time: the test is every
+/// worker and the clock. Each event runs as `Engine` runs it (the event, then its effects), but
+/// "performing" the effects here means recording them: a spawn becomes a simulated worker whose
+/// steps the test advances, one event at a time.
+struct SchedulerHarness {
+  /// A simulated worker task and the step it is at.
+  struct SimulatedWorker {
+    let worker: Worker
+    let queue: Int
+    var action: WorkerAction
+  }
+
+  var scheduler = Scheduler()
+  /// The manual clock: every event reads "now" from here.
+  var now = ContinuousClock.now
+  /// Workers that have not retired, in the order they were started.
+  private(set) var workers: [SimulatedWorker] = []
+  /// Every worker ever started.
+  private(set) var spawned = 0
+  /// Handles made by this harness, by name (kept alive like a user would).
+  private(set) var handles: [String: AnyQueueOperation] = [:]
+  /// Names of the operations whose completion effects were recorded, in order.
+  private(set) var lastEffects = SchedulerEffects()
+
+  // MARK: Setting up
+
+  mutating func makeQueue(limit: Int = .max) -> Int {
+    scheduler.createQueue(name: nil, limit: limit, taskPriority: nil).index
+  }
+
+  /// A prepared operation (not in any queue), kept by the harness under `name`.
+  @discardableResult
+  mutating func makeOperation(_ name: String, priority: OperationPriority = .normal) -> AnyQueueOperation {
+    let id = OperationID()
+    let index = scheduler.createOperation(id: id, name: name, priority: priority, work: .body { name })
+    let handle = QueueOperation<String>(id: id, name: name, recordIndex: index, isInEngine: false)
+    handles[name] = handle
+    return handle
+  }
+
+  subscript(_ name: String) -> AnyQueueOperation {
+    guard let handle = handles[name] else { preconditionFailure("no operation named \(name)") }
+    return handle
+  }
+
+  func index(_ name: String) -> Int { self[name].recordIndex }
+
+  func state(_ name: String) -> OperationState { scheduler.state(of: index(name)) }
+
+  // MARK: Events
+
+  /// Runs one event with the harness's clock, then starts the workers it asked for.
+  @discardableResult
+  mutating func event<Result, Failure: Error>(
+    _ body: (inout Scheduler, () -> ContinuousClock.Instant, inout SchedulerEffects) throws(Failure) -> Result
+  ) throws(Failure) -> Result {
+    var effects = SchedulerEffects()
+    let instant = now
+    let result = try body(&scheduler, { instant }, &effects)
+    record(effects)
+    return result
+  }
+
+  /// Prepares and submits operations one call each, as `addOperation` does.
+  mutating func add(_ names: String..., priority: OperationPriority = .normal, to queue: Int) {
+    for name in names {
+      let handle = makeOperation(name, priority: priority)
+      try! event { scheduler, now, effects throws(ActorQueueError) in
+        try scheduler.submit([handle], to: queue, now: now, &effects)
+      }
+    }
+  }
+
+  /// Submits prepared operations in one batch.
+  mutating func submit(_ names: [String], to queue: Int) throws(ActorQueueError) {
+    let batch = names.map { self[$0] }
+    try event { scheduler, now, effects throws(ActorQueueError) in
+      try scheduler.submit(batch, to: queue, now: now, &effects)
+    }
+  }
+
+  mutating func cancel(_ name: String) {
+    let index = index(name)
+    event { scheduler, now, effects in scheduler.cancel(index, now: now, &effects) }
+  }
+
+  private mutating func record(_ effects: SchedulerEffects) {
+    lastEffects = effects
+    for spawn in effects.spawns ?? [] {
+      spawned += 1
+      if let first = spawn.first {
+        workers.append(SimulatedWorker(worker: spawn.worker, queue: spawn.queue, action: first))
+      } else {
+        let worker = spawn.worker
+        let action = event { scheduler, now, effects in
+          scheduler.workerStarted(worker, queue: spawn.queue, now: now, &effects)
+        }
+        workers.append(SimulatedWorker(worker: worker, queue: spawn.queue, action: action))
+      }
+    }
+    workers.removeAll {
+      if case .retire = $0.action { return true }
+      return false
+    }
+  }
+
+  // MARK: Workers
+
+  /// The operations whose bodies run now, by name, in the order their workers started.
+  var running: [String] {
+    workers.compactMap { worker in
+      guard case .run(let index, _) = worker.action else { return nil }
+      return scheduler.operations[index].name
+    }
+  }
+
+  /// Whether some worker lingers.
+  var lingering: Bool {
+    workers.contains {
+      if case .linger = $0.action { return true }
+      return false
+    }
+  }
+
+  /// Ends the body of the running operation `name` with `outcome` (a value by default); its
+  /// worker takes its next step.
+  mutating func end(_ name: String, with outcome: Outcome = .success("done"), yieldAfter: Bool = false) {
+    let target = index(name)
+    guard
+      let position = workers.firstIndex(where: {
+        if case .run(let index, _) = $0.action { return index == target }
+        return false
+      })
+    else {
+      Issue.record("\(name) is not running (running: \(running))")
+      return
+    }
+    let worker = workers[position]
+    let box = OutcomeBox(outcome)
+    let next = event { scheduler, now, effects in
+      scheduler.operationEnded(
+        target, worker: worker.worker, queue: worker.queue, outcome: box, yieldAfter: yieldAfter, now: now,
+        &effects)
+    }
+    setAction(next, of: worker.worker)
+  }
+
+  /// A lingering worker's poll found the wake flag set or its time up: it reports back.
+  mutating func endLinger() {
+    guard
+      let position = workers.firstIndex(where: {
+        if case .linger = $0.action { return true }
+        return false
+      }), case .linger(let since) = workers[position].action
+    else {
+      Issue.record("no worker lingers")
+      return
+    }
+    let worker = workers[position]
+    let next = event { scheduler, now, effects in
+      scheduler.lingerEnded(worker.worker, queue: worker.queue, since: since, now: now, &effects)
+    }
+    setAction(next, of: worker.worker)
+  }
+
+  /// Runs every ready body to its end, one event at a time, and returns the order they ran in.
+  mutating func runToCompletion() -> [String] {
+    var ran: [String] = []
+    while let name = running.first {
+      ran.append(name)
+      end(name)
+    }
+    return ran
+  }
+
+  private mutating func setAction(_ action: WorkerAction, of worker: Worker) {
+    if let position = workers.firstIndex(where: { $0.worker === worker }) {
+      workers[position].action = action
+    }
+    workers.removeAll {
+      if case .retire = $0.action { return true }
+      return false
+    }
+  }
+}

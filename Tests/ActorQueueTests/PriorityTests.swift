@@ -81,6 +81,31 @@ struct PriorityTests {
     #expect(recorder.snapshot == ["high", "low"])
   }
 
+  @Test("A batch added to an idle serial queue starts by priority: the batch is added whole, then scheduled")
+  func batchOnIdleQueue() async throws {
+    let queue = ActorQueue(maxConcurrentOperationCount: 1)
+    let recorder = Recorder<String>()
+    let operations = Self.script.map { name, priority in
+      QueueOperation(name: name, priority: priority) { recorder.append(name) }
+    }
+    try await queue.addOperations(operations, waitUntilFinished: true)
+    #expect(recorder.snapshot == Self.expected)
+  }
+
+  @Test("OperationQueue: a batch added to an idle serial queue starts by priority")
+  func batchOnIdleQueueFoundation() async {
+    let queue = OperationQueue()
+    queue.maxConcurrentOperationCount = 1
+    let recorder = Recorder<String>()
+    let operations = Self.script.map { name, priority in
+      let operation = BlockOperation { recorder.append(name) }
+      operation.queuePriority = Operation.QueuePriority(rawValue: priority.rawValue)!
+      return operation
+    }
+    await onBlockingThread { queue.addOperations(operations, waitUntilFinished: true) }
+    #expect(recorder.snapshot == Self.expected)
+  }
+
   @Test("Re-prioritising a waiting op re-sorts it at once (P11)")
   func reprioritiseResorts() async {
     let queue = ActorQueue(maxConcurrentOperationCount: 1)

@@ -58,15 +58,18 @@ extension Scheduler {
     }
   }
 
-  /// Starts the external work of a cancelled waiting operation, holding no slot.
+  /// Cancels the external work of a cancelled waiting operation and starts it, holding no slot
+  /// (after unlocking: the cancellation first, then the start, as Foundation starts a cancelled
+  /// operation so that it can see `isCancelled` and finish).
   private mutating func detach(_ index: Int, _ effects: inout Effects) {
-    guard let start = operations[index].external?.start,
-      let handle = operations[index].enqueuedHandle
-    else { preconditionFailure("Internal inconsistency: detaching an operation with no external work") }
+    guard let external = operations[index].external, let handle = operations[index].enqueuedHandle else {
+      preconditionFailure("Internal inconsistency: detaching an operation with no external work")
+    }
     withdrawFromReady(index)
     operations[index].isDetached = true
     operations[index].runsExternally = true
-    effects.startExternal(handle, start)
+    effects.runExternalCancel(external.cancel)
+    effects.startExternal(handle, external.start)
   }
 
   // MARK: The end

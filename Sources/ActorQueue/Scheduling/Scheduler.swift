@@ -406,14 +406,13 @@ struct Scheduler: Sendable {
 
   /// Frees a released queue's record once no operation and no worker is left in it.
   mutating func freeQueueIfDone(_ queue: Int, _ effects: inout Effects) {
-    let record = queues[queue]
-    guard record.isLive, record.isReleased, record.unfinishedCount == 0, record.machine.executing == 0,
-      record.machine.startingWorkers == 0
+    guard queues[queue].isLive, queues[queue].isReleased, queues[queue].unfinishedCount == 0,
+      queues[queue].machine.executing == 0, queues[queue].machine.startingWorkers == 0
     else { return }
+    let generation = queues[queue].generation
     for subscriber in queues[queue].subscribers { subscriber.finish(effects: &effects) }
     effects.garbage.keep(queues[queue].subscribers)
-    queues[queue] = QueueRecord(
-      generation: record.generation, isLive: false, machine: SchedulerStateMachine(limit: 1))
+    queues[queue] = QueueRecord(generation: generation, isLive: false, machine: SchedulerStateMachine(limit: 1))
     freeQueues.append(queue)
   }
 

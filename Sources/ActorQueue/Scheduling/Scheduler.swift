@@ -412,7 +412,8 @@ struct Scheduler: Sendable {
     let generation = queues[queue].generation
     for subscriber in queues[queue].subscribers { subscriber.finish(effects: &effects) }
     effects.garbage.keep(queues[queue].subscribers)
-    queues[queue] = QueueRecord(generation: generation, isLive: false, machine: SchedulerStateMachine(limit: 1))
+    queues[queue] = QueueRecord(
+      generation: generation, isLive: false, machine: SchedulerStateMachine(limit: 1))
     freeQueues.append(queue)
   }
 

@@ -1,7 +1,11 @@
 /// Problem sizes: the sizes, or smaller ones for `--quick` (CI, under a minute).
 struct Sizes: Sendable {
   var independent = 100_000
+  /// Latency samples per run, back to back, then spaced 1 ms and 10 ms apart (the spaced ones
+  /// take `samples × spacing` per system and run).
   var latencySamples = 2_000
+  var latencySamplesEvery1ms = 1_000
+  var latencySamplesEvery10ms = 200
   var chain = 4_000
   var longChain = 64_000
   var fan = 10_000
@@ -24,6 +28,8 @@ struct Sizes: Sendable {
     guard quick else { return }
     independent = 20_000
     latencySamples = 300
+    latencySamplesEvery1ms = 200
+    latencySamplesEvery10ms = 40
     chain = 2_000
     longChain = 64_000
     fan = 2_000

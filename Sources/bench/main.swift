@@ -40,6 +40,7 @@ func runComparison() -> [Row] {
     case .latency: rows += Latency.run(options, sizes)
     case .chain, .fanIn, .fanOut, .dag: rows += Graphs.run(scenario, options, sizes)
     case .cancel: rows += Cancellation.run(options, sizes)
+    case .queues: rows += ManyQueues.run(options, sizes)
     case .limitChange: rows += LimitChange.run(options, sizes)
     case .memory: rows += Memory.run(options, sizes)
     case .adapter:

@@ -9,6 +9,7 @@ enum ScenarioName: String, CaseIterable, Sendable {
   case fanOut = "fan-out"
   case dag
   case cancel
+  case queues
   case limitChange = "limit-change"
   case memory
   case adapter
@@ -25,6 +26,8 @@ enum ScenarioName: String, CaseIterable, Sendable {
     case .fanOut: "1 op → 10,000 ops that each depend on it"
     case .dag: "random DAG: 100,000 ops, about 3 edges each, seeded"
     case .cancel: "cancel 100,000 waiting ops in a suspended queue: time until all are terminal"
+    case .queues:
+      "1…16 queues at once (max 4 each, a feeder each); and cancelling 100,000 ops beside a served queue"
     case .limitChange: "download manager: limit 3 → 10 → 5 under load; time until the limit is honoured"
     case .memory: "resident memory per waiting op (100,000 in a suspended queue), a child process each"
     case .adapter: "10,000 trivial BlockOperations through OperationAdapter vs OperationQueue directly"
@@ -97,6 +100,12 @@ struct Options: Sendable {
     semaphore the driver thread waits on. Back to back: the next op is added as soon as the
     previous body ran (ActorQueue's lingering workers are built for this). Every 1 ms / 10 ms:
     ops arrive on a fixed schedule, so no worker lingers and the pool's threads may sleep.
+
+    QUEUES: one scheduler lock serves every ActorQueue in the process. 1, 2, 4, 8, 16 queues
+    (max 4 each), each fed by its own thread (OperationQueue) or task (ActorQueue) in bursts of
+    4 trivial ops, each burst waited for: total throughput, add→start p99, and the addOperation
+    call's p99 and max. Then one queue cancels 100,000 waiting ops while another serves
+    back-to-back requests: the served queue's add→start p99 before, and p99 and max during.
 
     TIME BOUNDS: OperationQueue's dependency handling is quadratic on Linux. Where its run is
     projected (from probe runs at doubling sizes) beyond 3 s per run (graphs; --quick: 1.5 s), it is

@@ -12,6 +12,8 @@ struct Sizes: Sendable {
   var dag = 100_000
   var dagEdgesPerOp = 3
   var cancel = 100_000
+  /// Ops in all for the many-queues scenario, split among the queues.
+  var manyQueuesOps = 16_000
   var adapter = 10_000
   var memory = 100_000
   var transfers = 120
@@ -35,6 +37,7 @@ struct Sizes: Sendable {
     fan = 2_000
     dag = 20_000
     cancel = 20_000
+    manyQueuesOps = 4_000
     adapter = 2_000
     memory = 50_000
     transfers = 60

@@ -68,7 +68,7 @@ enum Table {
         goal.ratios.count > 1
         ? "\(Format.ratio(goal.min)) – \(Format.ratio(goal.max))" : Format.ratio(goal.ratios.first)
       output.append(
-        "  \(Format.pad(goal.verdict.rawValue.uppercased(), 12))  \(Format.pad(goal.goal, 60))  "
+        "  \(Format.pad(goal.verdict.rawValue.uppercased(), 12))  \(Format.pad(goal.goal, 66))  "
           + "≥ \(Format.pad(Format.ratio(goal.threshold), 6, right: true))   measured \(measured)"
           + " (n=\(Format.count(goal.n)))")
     }

@@ -51,22 +51,26 @@ func runComparison() -> [Row] {
   return rows
 }
 
-let header = """
+/// The table's header; `load`: the load average when this repeat started.
+func header(load: LoadAverage?) -> String {
+  """
   ActorQueue bench — \(machine.cores) cores, \(machine.operatingSystem), Swift \(machine.swift), \(build); \
   median of \(options.runs) runs after \(options.warmups) warm-up\(options.warmups == 1 ? "" : "s")\
   \(options.quick ? ", --quick sizes" : "")
-  load average before: \(loadBefore?.description ?? "unknown")
+  load average at the start\(options.repeats > 1 ? " of this repeat" : ""): \(load?.description ?? "unknown")
   \(Table.legend)
   """
+}
 var rows: [Row] = []
 var measurements: [[GoalMeasurement]] = []
 for repetition in 1...options.repeats {
   if options.repeats > 1 { Progress.report("repeat \(repetition)/\(options.repeats)") }
+  let load = repetition == 1 ? loadBefore : LoadAverage.current()
   var repeatRows = runComparison()
   measurements.append(checkGoals(&repeatRows, sizes: sizes))
   for index in repeatRows.indices { repeatRows[index].repetition = repetition }
   let title = options.repeats > 1 ? "\n== repeat \(repetition) of \(options.repeats)\n" : ""
-  print(title + Table.render(repeatRows, header: header))
+  print(title + Table.render(repeatRows, header: header(load: load)))
   if let scaling = Table.renderScaling(repeatRows) { print(scaling) }
   rows += repeatRows
 }

@@ -1,9 +1,10 @@
-// `swift run -c release bench`: ActorQueue against OperationQueue and the floor of Swift
-// concurrency. See `--help`, and Options.swift for the flags.
+// `swift run -c release bench`: ActorQueue against OperationQueue and against plain Swift
+// concurrency (a task per op, and reused tasks as the lower bound). See `--help`, and
+// Options.swift for the flags.
 //
-// Layout: CLI/ (options, sizes), Measurement/ (clock, statistics, interleaved runner, PRNG),
-// Scenarios/ (one file per scenario family; Memory.swift also holds the child process),
-// Output/ (rows, table, goals, JSON, SVG).
+// Layout: CLI/ (options, sizes), Measurement/ (clock, statistics, interleaved runner, bodies,
+// load average, PRNG), Scenarios/ (one file per scenario family; Memory.swift also holds the
+// child process), Output/ (rows, table, goals, JSON, SVG).
 import Foundation
 
 let options = Options.parse(Array(CommandLine.arguments.dropFirst()))
@@ -18,51 +19,82 @@ if let child = options.memoryChild { Memory.child(child.system, child.count) }
 
 let sizes = Sizes(quick: options.quick)
 let machine = JSONReport.Machine.current
-if let load = machine.loadAverageAtStart, load > Double(machine.cores) / 2 {
+let loadBefore = LoadAverage.current()
+if let load = loadBefore, load.oneMinute > Double(machine.cores) / 2 {
   Progress.report(
-    "warning: load average \(load) on \(machine.cores) cores: other work on this machine will add noise to the numbers"
+    "warning: load average \(load.description) on \(machine.cores) cores: other work on this machine will add noise"
   )
 }
-var rows: [Row] = []
-for scenario in options.selected {
-  Progress.report("scenario \(scenario.rawValue): \(scenario.summary)")
-  switch scenario {
-  case .independent: rows += Independent.run(options, sizes)
-  case .latency: rows += Latency.run(options, sizes)
-  case .chain, .fanIn, .fanOut, .dag: rows += Graphs.run(scenario, options, sizes)
-  case .cancel: rows += Cancellation.run(options, sizes)
-  case .limitChange: rows += LimitChange.run(options, sizes)
-  case .memory: rows += Memory.run(options, sizes)
-  case .adapter:
-    rows += AdapterScenario.run(options, sizes)
-  case .scaling: rows += Scaling.run(options, sizes)
+let spin = Calibration.spinIterations()
+Progress.report(
+  "calibrated: \(spin.iterations) xorshift steps ≈ \(Format.duration(Double(spin.iterations) * spin.secondsPerIteration))"
+)
+
+/// Runs every selected scenario once.
+func runComparison() -> [Row] {
+  var rows: [Row] = []
+  for scenario in options.selected {
+    Progress.report("scenario \(scenario.rawValue): \(scenario.summary)")
+    switch scenario {
+    case .independent: rows += Independent.run(options, sizes, spinIterations: spin.iterations)
+    case .latency: rows += Latency.run(options, sizes)
+    case .chain, .fanIn, .fanOut, .dag: rows += Graphs.run(scenario, options, sizes)
+    case .cancel: rows += Cancellation.run(options, sizes)
+    case .queues: rows += ManyQueues.run(options, sizes)
+    case .limitChange: rows += LimitChange.run(options, sizes)
+    case .memory: rows += Memory.run(options, sizes)
+    case .adapter:
+      rows += AdapterScenario.run(options, sizes)
+    case .scaling: rows += Scaling.run(options, sizes)
+    }
   }
+  return rows
 }
 
-let goals = checkGoals(&rows, sizes: sizes)
-let header = """
-  ActorQueue bench — \(machine.cores) cores, \(machine.operatingSystem), Swift \(machine.swift), \(build)\
-  \(machine.loadAverageAtStart.map { String(format: " (load average %.2f at start)", $0) } ?? ""); \
+/// The table's header; `load`: the load average when this repeat started.
+func header(load: LoadAverage?) -> String {
+  """
+  ActorQueue bench — \(machine.cores) cores, \(machine.operatingSystem), Swift \(machine.swift), \(build); \
   median of \(options.runs) runs after \(options.warmups) warm-up\(options.warmups == 1 ? "" : "s")\
   \(options.quick ? ", --quick sizes" : "")
-  vs OQ: OperationQueue's median / ActorQueue's (higher is better); vs floor: throughput / the floor's
-  floor: a bare TaskGroup (sliding window when limited); a Task per op for latency and graphs
+  load average at the start\(options.repeats > 1 ? " of this repeat" : ""): \(load?.description ?? "unknown")
+  \(Table.legend)
   """
-print(Table.render(rows, goals: goals, header: header))
-if let scaling = Table.renderScaling(rows) { print(scaling) }
+}
+var rows: [Row] = []
+var measurements: [[GoalMeasurement]] = []
+for repetition in 1...options.repeats {
+  if options.repeats > 1 { Progress.report("repeat \(repetition)/\(options.repeats)") }
+  let load = repetition == 1 ? loadBefore : LoadAverage.current()
+  var repeatRows = runComparison()
+  measurements.append(checkGoals(&repeatRows, sizes: sizes))
+  for index in repeatRows.indices { repeatRows[index].repetition = repetition }
+  let title = options.repeats > 1 ? "\n== repeat \(repetition) of \(options.repeats)\n" : ""
+  print(title + Table.render(repeatRows, header: header(load: load)))
+  if let scaling = Table.renderScaling(repeatRows) { print(scaling) }
+  rows += repeatRows
+}
+let goals = GoalCheck.summarize(measurements)
+let loadAfter = LoadAverage.current()
+print(Table.renderGoals(goals, repeats: options.repeats))
+print(
+  "\nload average before: \(loadBefore?.description ?? "unknown"); after: \(loadAfter?.description ?? "unknown")"
+)
 
 do {
   if let path = options.jsonPath {
     try JSONReport(
-      command: CommandLine.arguments.joined(separator: " "), machine: machine, runs: options.runs,
-      warmups: options.warmups, quick: options.quick, rows: rows, goals: goals
+      command: CommandLine.arguments.joined(separator: " "), machine: machine, loadAverageBefore: loadBefore,
+      loadAverageAfter: loadAfter, runs: options.runs, warmups: options.warmups, repeats: options.repeats,
+      quick: options.quick, spinIterations: spin.iterations, rows: rows, goals: goals
     ).write(to: path)
     Progress.report("wrote \(path)")
   }
   if let path = options.svgPath {
     let subtitle =
       "\(machine.cores) cores, \(machine.operatingSystem), \(build), median of \(options.runs) runs"
-    try ScalingChart.render(rows, subtitle: subtitle).write(toFile: path, atomically: true, encoding: .utf8)
+    try ScalingChart.render(rows.filter { $0.repetition == options.repeats }, subtitle: subtitle)
+      .write(toFile: path, atomically: true, encoding: .utf8)
     Progress.report("wrote \(path)")
   }
 } catch {

@@ -1,13 +1,19 @@
 /// Problem sizes: the sizes, or smaller ones for `--quick` (CI, under a minute).
 struct Sizes: Sendable {
   var independent = 100_000
+  /// Latency samples per run, back to back, then spaced 1 ms and 10 ms apart (the spaced ones
+  /// take `samples × spacing` per system and run).
   var latencySamples = 2_000
+  var latencySamplesEvery1ms = 1_000
+  var latencySamplesEvery10ms = 200
   var chain = 4_000
   var longChain = 64_000
   var fan = 10_000
   var dag = 100_000
   var dagEdgesPerOp = 3
   var cancel = 100_000
+  /// Ops in all for the many-queues scenario, split among the queues.
+  var manyQueuesOps = 16_000
   var adapter = 10_000
   var memory = 100_000
   var transfers = 120
@@ -24,11 +30,14 @@ struct Sizes: Sendable {
     guard quick else { return }
     independent = 20_000
     latencySamples = 300
+    latencySamplesEvery1ms = 200
+    latencySamplesEvery10ms = 40
     chain = 2_000
     longChain = 64_000
     fan = 2_000
     dag = 20_000
     cancel = 20_000
+    manyQueuesOps = 4_000
     adapter = 2_000
     memory = 50_000
     transfers = 60

@@ -1,10 +1,18 @@
 import Foundation
 
 /// The systems compared.
+///
+/// The two Swift-concurrency references are not ActorQueue's competitors but its bounds:
+/// `taskPerOp` is what code without a queue writes (a new task per op: a `TaskGroup` child,
+/// with a sliding window of `limit` children when limited; `Task.detached` for latency; a
+/// `Task` per graph node), a baseline that ActorQueue, which reuses its worker tasks, should
+/// beat. `reusedTasks` is the true lower bound where one exists: the same bodies run in a loop
+/// by `limit` long-lived tasks pulling indices from a shared atomic counter, no queue at all.
 enum System: String, CaseIterable, Sendable, Codable {
   case operationQueue = "OperationQueue"
   case actorQueue = "ActorQueue"
-  case floor = "TaskGroup floor"
+  case taskPerOp = "task per op"
+  case reusedTasks = "reused tasks"
   /// Legacy `Operation`s run through OperationAdapter (see Scenarios/Adapter.swift).
   case adapter = "OperationAdapter"
 
@@ -20,7 +28,8 @@ enum System: String, CaseIterable, Sendable, Codable {
     switch self {
     case .operationQueue: "oq"
     case .actorQueue: "aq"
-    case .floor: "floor"
+    case .taskPerOp: "task"
+    case .reusedTasks: "reused"
     case .adapter: "adapter"
     }
   }

@@ -17,8 +17,8 @@ enum Format {
     return String(format: "%.0f B", bytes)
   }
 
-  static func value(_ value: Double?, unit: Row.Unit) -> String {
-    unit == .seconds ? duration(value) : bytes(value)
+  static func value(_ value: Double?, kind: Row.Kind) -> String {
+    kind.isBytes ? bytes(value) : duration(value)
   }
 
   static func rate(_ perSecond: Double?) -> String {

@@ -13,7 +13,8 @@ enum ScalingChart {
     switch system {
     case .operationQueue: ("#d62728", nil)
     case .actorQueue: ("#1f77b4", nil)
-    case .floor: ("#555555", "6 4")
+    case .taskPerOp: ("#555555", "6 4")
+    case .reusedTasks: ("#9467bd", "1 3")
     case .adapter: ("#2ca02c", "2 3")
     }
   }

@@ -2,11 +2,20 @@ import Foundation
 
 /// The readable table printed on stdout.
 enum Table {
-  static func render(_ rows: [Row], goals: [GoalCheck], header: String) -> String {
+  /// The legend printed above every table: what the ratio columns mean.
+  static let legend = """
+    Every ratio is the reference's median / this row's (time, latency, CPU or bytes): above 1, this row's
+    system is cheaper by that factor. vs OQ: against OperationQueue; vs task/op: against a task per op (a
+    TaskGroup child per op, a sliding window of `limit` when limited; Task.detached for latency; a Task per
+    graph node), the plain-Swift baseline; vs bound: against the lower bound, `limit` reused tasks (one per
+    core when unlimited) running the bodies in a loop from a shared atomic counter, no queue at all.
+    """
+
+  static func render(_ rows: [Row], header: String) -> String {
     let columns: [(title: String, width: Int, right: Bool)] = [
-      ("scenario", 26, false), ("system", 16, false), ("n", 9, true), ("median", 10, true),
-      ("ops/s", 10, true), ("vs OQ", 8, true), ("vs floor", 9, true), ("min – max", 23, true),
-      ("goal", 0, false),
+      ("scenario", 38, false), ("system", 16, false), ("n", 9, true), ("median", 10, true),
+      ("ops/s", 10, true), ("vs OQ", 8, true), ("vs task/op", 10, true), ("vs bound", 8, true),
+      ("min – max", 23, true), ("goal", 0, false),
     ]
     func line(_ cells: [String]) -> String {
       zip(columns, cells).map { column, cell in
@@ -14,24 +23,24 @@ enum Table {
       }.joined(separator: "  ").trimmingCharacters(in: .whitespaces)
     }
     var output = [header, "", line(columns.map(\.title))]
-    output.append(String(repeating: "─", count: 130))
+    output.append(String(repeating: "─", count: 160))
     var previous: String?
     var notes: [String] = []
     for row in rows {
       let group = row.scenario + (row.variant ?? "")
       if let previous, previous != group { output.append("") }
       previous = group
-      var median = Format.value(row.median, unit: row.unit)
+      var median = Format.value(row.median, kind: row.kind)
       if row.median == nil, let note = row.note {
         median = note.hasPrefix("cut off") ? "cut off" : "—"
       }
       let range =
-        row.min.map { "\(Format.value($0, unit: row.unit)) – \(Format.value(row.max, unit: row.unit))" } ?? ""
+        row.min.map { "\(Format.value($0, kind: row.kind)) – \(Format.value(row.max, kind: row.kind))" } ?? ""
       output.append(
         line([
           row.label, row.system.rawValue, Format.count(row.n), median, Format.rate(row.opsPerSecond),
-          Format.ratio(row.versusOperationQueue), Format.ratio(row.versusFloor), range,
-          row.goals.joined(separator: "; "),
+          Format.ratio(row.versusOperationQueue), Format.ratio(row.versusTaskPerOp),
+          Format.ratio(row.versusLowerBound), range, row.goals.joined(separator: "; "),
         ]))
       if let note = row.note, !notes.contains(note) { notes.append(note) }
     }
@@ -40,16 +49,34 @@ enum Table {
       output.append("Notes:")
       output += notes.map { "  - \($0)" }
     }
-    if !goals.isEmpty {
-      output.append("")
-      output.append("Goals (ActorQueue):")
-      for goal in goals {
-        output.append(
-          "  \(goal.pass ? "PASS" : "MISS")  \(Format.pad(goal.goal, 52))  measured \(goal.measured)")
-      }
-      let missed = goals.filter { !$0.pass }.count
-      output.append("  \(goals.count - missed)/\(goals.count) goals met")
+    return output.joined(separator: "\n")
+  }
+
+  /// The goals, each with its ratio (its spread over the repeats with `--repeat`) and verdict.
+  static func renderGoals(_ goals: [GoalCheck], repeats: Int) -> String {
+    guard !goals.isEmpty else { return "" }
+    var output = [
+      "",
+      "Goals (ActorQueue): each ratio is the reference's cost / ActorQueue's, as in the table; it must be at least "
+        + "the threshold."
+        + (repeats > 1
+          ? " Measured: min – max over \(repeats) repeats; within noise: the threshold lies inside that spread."
+          : ""),
+    ]
+    for goal in goals {
+      let measured =
+        goal.ratios.count > 1
+        ? "\(Format.ratio(goal.min)) – \(Format.ratio(goal.max))" : Format.ratio(goal.ratios.first)
+      output.append(
+        "  \(Format.pad(goal.verdict.rawValue.uppercased(), 12))  \(Format.pad(goal.goal, 66))  "
+          + "≥ \(Format.pad(Format.ratio(goal.threshold), 6, right: true))   measured \(measured)"
+          + " (n=\(Format.count(goal.n)))")
     }
+    let passed = goals.filter { $0.verdict == .pass }.count
+    let noise = goals.filter { $0.verdict == .withinNoise }.count
+    output.append(
+      "  \(passed)/\(goals.count) goals met"
+        + (noise > 0 ? ", \(noise) within noise" : "") + ", \(goals.count - passed - noise) missed")
     return output.joined(separator: "\n")
   }
 

@@ -6,7 +6,7 @@ import Foundation
 ///
 /// OperationQueue keeps a cancelled op queued until its turn (P2): in a suspended queue its
 /// ops never end, so the OperationQueue run must also resume the queue and wait; that is the
-/// price its users pay. ActorQueue ends waiting ops at once, even suspended. No floor: a
+/// price its users pay. ActorQueue ends waiting ops at once, even suspended. No task-per-op baseline: a
 /// TaskGroup has no waiting, unstarted child to cancel.
 enum Cancellation {
   static func run(_ options: Options, _ sizes: Sizes) -> [Row] {

@@ -48,8 +48,8 @@ struct Graph: Sendable {
 /// Runs a dependency graph to the end in each system. The clock covers creating the ops,
 /// declaring every dependency, submitting, and waiting for the last op: what a user pays.
 enum Graphs {
-  static let floorNote =
-    "graphs' floor: a Task per op that awaits the Tasks of its dependencies (no limit), the plain Swift way"
+  static let taskPerOpNote =
+    "graphs' task per op: a Task per op that awaits the Tasks of its dependencies (no limit), the plain Swift way"
 
   static func run(_ scenario: ScenarioName, _ options: Options, _ sizes: Sizes) -> [Row] {
     switch scenario {
@@ -68,12 +68,12 @@ enum Graphs {
 
   /// Measures every system on `make(n)`, unless OperationQueue's run there is projected beyond
   /// `Sizes.graphBoundSeconds`: then every system is compared at the largest size that fits,
-  /// and ActorQueue and the floor also run the full size, OperationQueue's row marked cut off.
+  /// and ActorQueue and task per op also run the full size, OperationQueue's row marked cut off.
   /// The projection comes from probe runs of OperationQueue at doubling sizes (not recorded).
   static func bounded(
     _ scenario: String, n: Int, _ make: (Int) -> Graph, options: Options, sizes: Sizes
   ) -> [Row] {
-    let all: [System] = [.operationQueue, .actorQueue, .floor]
+    let all: [System] = [.operationQueue, .actorQueue, .taskPerOp]
     guard options.systems.isEmpty || options.systems.contains(.operationQueue) else {
       return measure(scenario, make(n), options: options, systems: all)
     }
@@ -98,18 +98,18 @@ enum Graphs {
     rows.append(
       Row(
         scenario: scenario, variant: nil, metric: "time", system: .operationQueue, n: make(n).count, runs: 0,
-        unit: .seconds,
+        kind: .throughput,
         note:
           "cut off: OperationQueue's \(scenario) is projected at \(Format.duration(projected)) per run at this size "
           + "(bound \(Format.duration(sizes.graphBoundSeconds)), growth ~N^\(String(format: "%.1f", model.exponent))); "
           + "compared at the largest size that fits instead"))
-    rows += measure(scenario, make(n), options: options, systems: [.actorQueue, .floor])
+    rows += measure(scenario, make(n), options: options, systems: [.actorQueue, .taskPerOp])
     return rows
   }
 
   static func measure(
     _ scenario: String, _ graph: Graph, options: Options,
-    systems: [System] = [.operationQueue, .actorQueue, .floor]
+    systems: [System] = [.operationQueue, .actorQueue, .taskPerOp]
   ) -> [Row] {
     let contenders = systems.map { system in
       Contender(system: system) { [run(graph, on: system)] }
@@ -118,15 +118,15 @@ enum Graphs {
       "\(scenario) n=\(graph.count) edges=\(graph.edges)", contenders, metrics: 1, options: options)
     return makeRows(
       scenario: scenario, metrics: ["time"], n: graph.count, ops: graph.count, samples: samples,
-      runs: options.runs, note: systems.contains(.floor) ? floorNote : nil)
+      runs: options.runs, note: systems.contains(.taskPerOp) ? taskPerOpNote : nil)
   }
 
   static func run(_ graph: Graph, on system: System) -> Double {
     switch system {
     case .operationQueue: operationQueue(graph)
     case .actorQueue: actorQueue(graph)
-    case .floor: floor(graph)
-    case .adapter: preconditionFailure("the adapter has no graph scenario yet")
+    case .taskPerOp: taskPerOp(graph)
+    case .adapter, .reusedTasks: preconditionFailure("\(system) has no graph scenario")
     }
   }
 
@@ -183,7 +183,7 @@ enum Graphs {
     }
   }
 
-  static func floor(_ graph: Graph) -> Double {
+  static func taskPerOp(_ graph: Graph) -> Double {
     blocking {
       let counter = Counter()
       let start = now()
@@ -199,7 +199,7 @@ enum Graphs {
       }
       for task in tasks { await task.value }
       let elapsed = secondsSince(start)
-      verify(counter.count == graph.count, "the floor ran \(counter.count) of \(graph.count) ops")
+      verify(counter.count == graph.count, "task per op ran \(counter.count) of \(graph.count) ops")
       return elapsed
     }
   }

@@ -15,7 +15,7 @@ import Synchronization
 /// subclass its users write for downloads (`isAsynchronous`, KVO on `isExecuting`/`isFinished`)
 /// that finishes from a timer. (A synchronous body that blocks in `usleep` would measure
 /// libdispatch's thread pool instead: on 2 cores it never reached 10 running transfers in
-/// 100 ms.) No floor: a TaskGroup has no live limit.
+/// 100 ms.) No task-per-op baseline: a TaskGroup has no live limit.
 enum LimitChange {
   static let phase = Duration.milliseconds(100)
 

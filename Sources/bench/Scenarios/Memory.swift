@@ -3,7 +3,7 @@ import Dispatch
 import Foundation
 import Synchronization
 
-/// Resident memory per waiting op: N ops held waiting (a suspended queue; for the floor, N
+/// Resident memory per waiting op: N ops held waiting (a suspended queue; for task per op, N
 /// child tasks of a TaskGroup suspended on a continuation), resident-memory delta / N.
 ///
 /// Each measurement runs in a child process of its own — this binary, re-executed with the
@@ -11,7 +11,7 @@ import Synchronization
 /// a warm-up of 1,000 ops first makes the runtime's one-time allocations resident. Every op
 /// captures the same small counter in every system.
 enum Memory {
-  static let systems: [System] = [.operationQueue, .actorQueue, .floor]
+  static let systems: [System] = [.operationQueue, .actorQueue, .taskPerOp]
 
   static func run(_ options: Options, _ sizes: Sizes) -> [Row] {
     let n = sizes.memory
@@ -20,7 +20,7 @@ enum Memory {
     }
     let samples = runInterleaved("memory n=\(n) (child processes)", contenders, metrics: 1, options: options)
     return makeRows(
-      scenario: "memory", metrics: ["bytes/op"], n: n, ops: nil, unit: .bytes, samples: samples,
+      scenario: "memory", metrics: ["bytes/op"], n: n, ops: nil, kinds: [.memory], samples: samples,
       runs: options.runs,
       note: "memory: \(ResidentMemory.source) delta per waiting op, each system in its own child process")
   }
@@ -92,7 +92,7 @@ enum Memory {
       verify(queue.operationCount == n, "ActorQueue holds \(queue.operationCount) of \(n) ops")
       measure()
       queue.cancelAllOperations()
-    case .floor:
+    case .taskPerOp:
       let parking = Parking(expecting: n)
       let done = DispatchSemaphore(value: 0)
       Task.detached {
@@ -110,12 +110,12 @@ enum Memory {
       measure()
       parking.releaseAll()
       done.wait()
-    case .adapter:
-      fatalError("bench: no memory scenario for the adapter yet")
+    case .adapter, .reusedTasks:
+      fatalError("bench: no memory scenario for \(system.rawValue)")
     }
   }
 
-  /// Holds the floor's suspended child tasks until released.
+  /// Holds task per op's suspended child tasks until released.
   private final class Parking: Sendable {
     private let waiting: Mutex<[UnsafeContinuation<Void, Never>]>
     private let expected: Int

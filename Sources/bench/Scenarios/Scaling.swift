@@ -10,22 +10,29 @@ import Foundation
 /// reported as cut off.
 enum Scaling {
   static func run(_ options: Options, _ sizes: Sizes) -> [Row] {
-    curve("scaling independent", sizes: sizes, options: options) { system, n in
+    curve(
+      "scaling independent", systems: [.operationQueue, .actorQueue, .taskPerOp, .reusedTasks], sizes: sizes,
+      options: options
+    ) { system, n in
       switch system {
       case .operationQueue: Independent.operationQueue(n: n, limit: nil)
       case .actorQueue: Independent.actorQueue(n: n, limit: nil)
-      default: Independent.floor(n: n, limit: nil)
+      case .taskPerOp: Independent.taskPerOp(n: n, limit: nil)
+      default: Independent.reusedTasks(n: n, limit: nil)
       }
     }
-      + curve("scaling chain", sizes: sizes, options: options) { system, n in
+      + curve(
+        "scaling chain", systems: [.operationQueue, .actorQueue, .taskPerOp], sizes: sizes, options: options
+      ) {
+        system, n in
         Graphs.run(.chain(n), on: system)
       }
   }
 
   private static func curve(
-    _ scenario: String, sizes: Sizes, options: Options, measure: @escaping (System, Int) -> Double
+    _ scenario: String, systems: [System], sizes: Sizes, options: Options,
+    measure: @escaping (System, Int) -> Double
   ) -> [Row] {
-    let systems: [System] = [.operationQueue, .actorQueue, .floor]
     var rows: [Row] = []
     var history = GrowthModel()  // OperationQueue's medians
     var cutOff: String?
@@ -45,7 +52,7 @@ enum Scaling {
         measured.insert(
           Row(
             scenario: scenario, variant: nil, metric: "time", system: .operationQueue, n: n, runs: 0,
-            unit: .seconds,
+            kind: .throughput,
             note: cutOff), at: 0)
       } else if let median = measured.first(where: { $0.system == .operationQueue })?.median {
         history.add(n: n, seconds: median)

@@ -23,41 +23,16 @@
 /// Shared with the package's other modules and tests (`package` access), which have the same
 /// need under ThreadSanitizer.
 ///
-/// The value and the mutex live in allocations of their own, reached through `let` pointers:
-/// their addresses are stable, as pthreads require, and an access to the value is not a class
-/// property access, so it needs no dynamic exclusivity check (the mutex is what makes the
-/// accesses exclusive).
-package final class LockedValue<Value> {
-  private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-  private let value: UnsafeMutablePointer<Value>
+/// The value and the mutex live in one allocation (a `ManagedBuffer`: the value as its header,
+/// the mutex as its one element, as NIO's lock storage does): their addresses are stable, as
+/// pthreads require, creating one costs a single allocation, and an access to the value is not
+/// a class property access, so it needs no dynamic exclusivity check (the mutex is what makes
+/// the accesses exclusive).
+package struct LockedValue<Value> {
+  private let storage: LockStorage<Value>
 
   package init(_ value: Value) {
-    mutex = .allocate(capacity: 1)
-    mutex.initialize(to: pthread_mutex_t())
-    #if canImport(Glibc)
-      // glibc's adaptive mutex spins briefly before it sleeps: the critical sections here are
-      // short, so a contended lock is usually free again within the spin, and a futex sleep
-      // would cost a thread wake-up (microseconds) for a wait of nanoseconds. Darwin's and
-      // the other platforms' default mutexes are left as they are.
-      var attributes = pthread_mutexattr_t()
-      pthread_mutexattr_init(&attributes)
-      pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_ADAPTIVE_NP))
-      let status = pthread_mutex_init(mutex, &attributes)
-      pthread_mutexattr_destroy(&attributes)
-    #else
-      let status = pthread_mutex_init(mutex, nil)
-    #endif
-    precondition(status == 0, "pthread_mutex_init failed: \(status)")
-    self.value = .allocate(capacity: 1)
-    self.value.initialize(to: value)
-  }
-
-  deinit {
-    value.deinitialize(count: 1)
-    value.deallocate()
-    pthread_mutex_destroy(mutex)
-    mutex.deinitialize(count: 1)
-    mutex.deallocate()
+    storage = LockStorage.make(value)
   }
 
   /// Runs `body` with the value while holding the lock. `body` must not take this lock again.
@@ -65,14 +40,59 @@ package final class LockedValue<Value> {
   package func withLock<Result, Failure: Error>(
     _ body: (inout Value) throws(Failure) -> Result
   ) throws(Failure) -> Result {
-    pthread_mutex_lock(mutex)
-    defer { pthread_mutex_unlock(mutex) }
-    return try body(&value.pointee)
+    try storage.withLock(body)
   }
 }
 
 /// `@unchecked Sendable` only for a `Sendable` value (as NIO's locked box): the value is only
 /// reached through `withLock`, which holds the mutex, so handing the box to another thread
 /// hands over the value under mutual exclusion, which is sound only when the value itself may
-/// cross threads.
+/// cross threads. (Unchecked because its storage is a `ManagedBuffer`, which the standard
+/// library does not mark `Sendable`.)
 extension LockedValue: @unchecked Sendable where Value: Sendable {}
+
+/// The storage of a ``LockedValue``: the value as the header, the mutex as the one element.
+final class LockStorage<Value>: ManagedBuffer<Value, pthread_mutex_t> {
+  static func make(_ value: Value) -> LockStorage<Value> {
+    let buffer = create(minimumCapacity: 1) { _ in value }
+    let storage = unsafeDowncast(buffer, to: LockStorage<Value>.self)
+    storage.withUnsafeMutablePointerToElements { mutex in
+      mutex.initialize(to: pthread_mutex_t())
+      #if canImport(Glibc)
+        // glibc's adaptive mutex spins briefly before it sleeps: the critical sections here
+        // are short, so a contended lock is usually free again within the spin, and a futex
+        // sleep would cost a thread wake-up (microseconds) for a wait of nanoseconds. Darwin's
+        // and the other platforms' default mutexes are left as they are.
+        var attributes = pthread_mutexattr_t()
+        pthread_mutexattr_init(&attributes)
+        pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_ADAPTIVE_NP))
+        let status = pthread_mutex_init(mutex, &attributes)
+        pthread_mutexattr_destroy(&attributes)
+      #else
+        let status = pthread_mutex_init(mutex, nil)
+      #endif
+      precondition(status == 0, "pthread_mutex_init failed: \(status)")
+    }
+    return storage
+  }
+
+  deinit {
+    withUnsafeMutablePointerToElements { mutex in
+      pthread_mutex_destroy(mutex)
+      mutex.deinitialize(count: 1)
+    }
+  }
+
+  @inline(__always)
+  func withLock<Result, Failure: Error>(
+    _ body: (inout Value) throws(Failure) -> Result
+  ) throws(Failure) -> Result {
+    let (value, mutex) = withUnsafeMutablePointers { ($0, $1) }
+    pthread_mutex_lock(mutex)
+    defer {
+      pthread_mutex_unlock(mutex)
+      withExtendedLifetime(self) {}
+    }
+    return try body(&value.pointee)
+  }
+}

@@ -18,6 +18,9 @@ struct LingerPolicy {
   /// adaptive locks do).
   static let window: Duration = .microseconds(100)
 
+  /// Half the window, computed once (a `Duration` division is 128-bit arithmetic).
+  static let halfWindow: Duration = window / 2
+
   /// When the queue went idle with no worker lingering; `nil` once work arrived.
   private var idleSince: ContinuousClock.Instant?
   /// Whether the next worker to find the queue idle should linger.
@@ -38,6 +41,6 @@ struct LingerPolicy {
   /// that long (or the whole window when none came), or by ``workArrived(at:)``.
   mutating func observe(idleSpell: Duration) {
     idleSince = nil
-    lingerPays = idleSpell < Self.window / 2
+    lingerPays = idleSpell < Self.halfWindow
   }
 }

@@ -83,3 +83,14 @@ func peakResidentKiB() -> Int? {
     return nil
   #endif
 }
+
+/// A watchdog for a single-scenario child: exits with ``ChildExit/hung`` after `seconds`, whatever
+/// the process is doing (a deadlocked scheduler lock included).
+func startDeadline(seconds: Double, _ what: String) {
+  let thread = Thread {
+    Thread.sleep(forTimeInterval: seconds)
+    childLog("WATCHDOG: \(what) did not finish within \(seconds) s (deadlock?)")
+    _exit(ChildExit.hung)
+  }
+  thread.start()
+}

@@ -8,6 +8,8 @@ import Testing
 /// - `ACTORQUEUE_RANDOM_SEED`: the run's seed (default: a fresh one, printed). Script `i` of a run
 ///   has seed `SplitMix64.scriptSeed(run:index:)`, printed with any failure.
 /// - `ACTORQUEUE_RANDOM_REPLAY`: one script seed: runs only that script (then shrinks it if it fails).
+/// - `ACTORQUEUE_RANDOM_FREEING`: `step` (default), `end` or `off`: where freeing is checked.
+/// - `ACTORQUEUE_SHRINK_BUDGET`: child runs the shrinker may spend (default 120).
 /// - `ACTORQUEUE_RANDOM_FAILURES`: how many failing scripts to report before stopping (default 1;
 ///   more catalogues several defects in one run).
 ///
@@ -68,7 +70,7 @@ struct ReliabilityRandomScriptTests {
     let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
       [seed = seed as UInt64, from = from as Int, count = count as Int] in
       startWatchdog(stallSeconds: 10, "random scripts")
-      let executor = RealQueueExecutor()
+      let executor = RealQueueExecutor.fromEnvironment()
       for index in from..<count {
         let scriptSeed = SplitMix64.scriptSeed(run: seed, index: index)
         childLog("RUN \(index) \(scriptSeed)")
@@ -90,7 +92,7 @@ struct ReliabilityRandomScriptTests {
       [json = json as String] in
       startWatchdog(stallSeconds: 3, "a replayed script")
       let scripts = try! JSONDecoder().decode([Script].self, from: Data(json.utf8))
-      let executor = RealQueueExecutor()
+      let executor = RealQueueExecutor.fromEnvironment()
       for (index, script) in scripts.enumerated() {
         childLog("RUN \(index) \(script.seed)")
         if let failure = await executor.run(script) {
@@ -115,6 +117,10 @@ struct ReliabilityRandomScriptTests {
   private static func reason(_ outcome: ChildOutcome) -> String {
     let lines = outcome.log.split(separator: "\n", omittingEmptySubsequences: true)
     if let failure = lines.last(where: { $0.hasPrefix("FAIL ") }) { return String(failure) }
+    let stop = lines.last { line in
+      ["Fatal error", "Precondition failed", "Assertion failed", "WATCHDOG"].contains { line.contains($0) }
+    }
+    if let stop { return String(stop) }
     let afterLastRun = lines.reversed().prefix { !$0.hasPrefix("RUN ") }.reversed()
     return afterLastRun.suffix(6).joined(separator: "\n")
   }

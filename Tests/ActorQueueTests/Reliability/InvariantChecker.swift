@@ -85,6 +85,11 @@ final class InvariantChecker: Sendable {
     }
   }
 
+  /// Suspends until every attached stream has ended (for finite, hand-made streams).
+  func waitUntilStreamsEnd() async {
+    for task in consumers.withLock({ $0 }) { await task.value }
+  }
+
   func stop() {
     for task in consumers.withLock({ $0 }) { task.cancel() }
   }

@@ -9,7 +9,8 @@ import Testing
 ///   has seed `SplitMix64.scriptSeed(run:index:)`, printed with any failure.
 /// - `ACTORQUEUE_RANDOM_REPLAY`: one script seed: runs only that script (then shrinks it if it fails).
 /// - `ACTORQUEUE_RANDOM_FREEING`: `step` (default), `end` or `off`: where freeing is checked.
-/// - `ACTORQUEUE_SHRINK_BUDGET`: child runs the shrinker may spend (default 120).
+/// - `ACTORQUEUE_SHRINK_BUDGET`, `ACTORQUEUE_SHRINK_SECONDS`: child runs and seconds the shrinker
+///   may spend on one failure (default 200 runs, 40 s).
 /// - `ACTORQUEUE_RANDOM_FAILURES`: how many failing scripts to report before stopping (default 1;
 ///   more catalogues several defects in one run).
 ///
@@ -138,8 +139,12 @@ struct ReliabilityRandomScriptTests {
 
   static func report(_ script: Script, index: Int, runSeed: UInt64, outcome: ChildOutcome) async {
     let original = kind(outcome)
-    let shrunk = await shrink(script, budget: environmentInt("ACTORQUEUE_SHRINK_BUDGET", default: 120)) {
+    let clock = ContinuousClock()
+    let deadline = clock.now + .seconds(environmentInt("ACTORQUEUE_SHRINK_SECONDS", default: 40))
+    let shrunk = await shrink(script, budget: environmentInt("ACTORQUEUE_SHRINK_BUDGET", default: 200)) {
       candidate in
+      // Out of time: keep what was found so far (each hanging candidate costs its watchdog).
+      guard clock.now < deadline else { return false }
       let probe = await runInChild([candidate])
       return probe.status != .exitCode(ChildExit.passed) && kind(probe) == original
     }

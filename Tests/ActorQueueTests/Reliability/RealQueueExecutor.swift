@@ -333,7 +333,11 @@ private final class RealRun {
     }
     for op in model.sortedOpIndices {
       guard let operation = handles[op], let expected = model.state(of: op) else { continue }
-      let actual = modelState(operation.state)
+      let real = operation.state
+      let actual = modelState(real)
+      if expected == .waiting && actual == .waiting && (real == .ready) != model.isReady(op) {
+        return "op\(op) is \(real), expected \(model.isReady(op) ? "ready" : "pending")"
+      }
       if actual != expected
         && !(model.acceptsEither(op) && expected.isTerminal && actual.isTerminal && actual != .finished)
       {

@@ -318,6 +318,9 @@ struct ReferenceModel: Sendable {
     }
   }
 
+  /// True when the op waits in its queue with every dependency ended (`.ready`, not `.pending`).
+  func isReady(_ op: Int) -> Bool { ops[op].map(isReady) ?? false }
+
   private func isReady(_ op: Op) -> Bool {
     op.state == .waiting && op.enqueued && op.allDependencies.allSatisfy { ops[$0]!.state.isTerminal }
   }

@@ -376,3 +376,27 @@ extension Result {
     return nil
   }
 }
+
+/// Found by the random tester beyond the list of issue 10.
+@Suite("Reliability: regressions found by the random tester")
+struct ReliabilityFoundRegressionTests {
+  @Test("Ops made ready together by one op's end start by priority on an idle serial queue")
+  func cascadeOnIdleQueueRespectsPriority() async {
+    // The same root cause as the batch: the idle fast path claims the first op made ready before
+    // the others are ready, so one end that readies several ops starts the first, not the best.
+    let outside = ActorQueue(name: "outside")
+    let gate = Gate()
+    let source = outside.addOperation(name: "source") { await gate.wait() }
+    let queue = ActorQueue(name: "serial", maxConcurrentOperationCount: 1)
+    let order = Recorder<String>()
+    let low = QueueOperation<Void>(name: "low", priority: .veryLow) { order.append("low") }
+    let high = QueueOperation<Void>(name: "high", priority: .veryHigh) { order.append("high") }
+    try! low.addDependency(source)
+    try! high.addDependency(source)
+    try! queue.addOperations([low, high])
+    gate.open()
+    await source.waitUntilFinished()
+    await queue.waitUntilAllOperationsAreFinished()
+    #expect(order.snapshot == ["high", "low"])
+  }
+}

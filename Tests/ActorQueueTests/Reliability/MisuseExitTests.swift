@@ -37,7 +37,7 @@ struct ReliabilityMisuseTests {
   }
 
   @Test(
-    "A limit of 0 in init stops with a message naming maxConcurrentOperationCount",
+    "A limit below 1 (other than -1) in init stops with a message naming it",
     arguments: [0, -5, Int.min])
   func invalidLimitInInit(limit: Int) async {
     let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {

@@ -3,8 +3,8 @@ import Testing
 
 /// The model-based random tester on real queues.
 ///
-/// - `ACTORQUEUE_RANDOM_SCRIPTS`: scripts per run (default 1,000; CI runs this suite once plain and
-///   once under `--sanitize=thread`: 2,000 scripts).
+/// - `ACTORQUEUE_RANDOM_SCRIPTS`: scripts per run (default 2,000: about 10 s in a debug build on
+///   2 cores; CI adds a share under `--sanitize=thread`, e.g. 500).
 /// - `ACTORQUEUE_RANDOM_SEED`: the run's seed (default: a fresh one, printed). Script `i` of a run
 ///   has seed `SplitMix64.scriptSeed(run:index:)`, printed with any failure.
 /// - `ACTORQUEUE_RANDOM_REPLAY`: one script seed: runs only that script (then shrinks it if it fails).
@@ -24,7 +24,7 @@ struct ReliabilityRandomScriptTests {
 
   @Test("random scripts agree with the reference model, keep the invariants and free everything")
   func randomScripts() async throws {
-    let count = environmentInt("ACTORQUEUE_RANDOM_SCRIPTS", default: 1_000)
+    let count = environmentInt("ACTORQUEUE_RANDOM_SCRIPTS", default: 2_000)
     let maxFailures = environmentInt("ACTORQUEUE_RANDOM_FAILURES", default: 1)
     let seed: UInt64
     if let text = ProcessInfo.processInfo.environment["ACTORQUEUE_RANDOM_SEED"], let value = UInt64(text) {
@@ -72,18 +72,25 @@ struct ReliabilityRandomScriptTests {
       [seed = seed as UInt64, from = from as Int, count = count as Int] in
       startWatchdog(stallSeconds: 10, "random scripts")
       let executor = RealQueueExecutor.fromEnvironment()
+      let started = ContinuousClock.now
       for index in from..<count {
         let scriptSeed = SplitMix64.scriptSeed(run: seed, index: index)
         childLog("RUN \(index) \(scriptSeed)")
         let script = ReliabilityRandomScriptTests.generator.script(seed: scriptSeed)
         if let failure = await executor.run(script) {
           childLog("FAIL \(index): \(failure)")
+          childLog("RAN \(from)..<\(index + 1) in \(started.duration(to: .now))")
           exit(ChildExit.failed)
         }
       }
+      childLog("RAN \(from)..<\(count) in \(started.duration(to: .now))")
       exit(ChildExit.passed)
     }
-    return outcome(result)
+    let outcome = outcome(result)
+    if let ran = outcome.log.split(separator: "\n").last(where: { $0.hasPrefix("RAN ") }) {
+      print("Reliability random scripts: \(ran.dropFirst(4))")
+    }
+    return outcome
   }
 
   /// Runs the given scripts (JSON) in a child; used to replay and to shrink.

@@ -8,6 +8,7 @@ import Testing
 /// - `ACTORQUEUE_RANDOM_SEED`: the run's seed (default: a fresh one, printed). Script `i` of a run
 ///   has seed `SplitMix64.scriptSeed(run:index:)`, printed with any failure.
 /// - `ACTORQUEUE_RANDOM_REPLAY`: one script seed: runs only that script (then shrinks it if it fails).
+/// - `ACTORQUEUE_RANDOM_REPLAY_JSON`: a script as printed with a failure (the shrunk one): runs it.
 /// - `ACTORQUEUE_RANDOM_FREEING`: `step` (default), `end` or `off`: where freeing is checked.
 /// - `ACTORQUEUE_SHRINK_BUDGET`, `ACTORQUEUE_SHRINK_SECONDS`: child runs and seconds the shrinker
 ///   may spend on one failure (default 200 runs, 40 s).
@@ -32,10 +33,14 @@ struct ReliabilityRandomScriptTests {
     } else {
       seed = UInt64.random(in: 1...UInt64(UInt32.max))
     }
-    if let text = ProcessInfo.processInfo.environment["ACTORQUEUE_RANDOM_REPLAY"],
-      let scriptSeed = UInt64(text)
-    {
-      let script = Self.generator.script(seed: scriptSeed)
+    let environment = ProcessInfo.processInfo.environment
+    var replay: Script?
+    if let text = environment["ACTORQUEUE_RANDOM_REPLAY"], let scriptSeed = UInt64(text) {
+      replay = Self.generator.script(seed: scriptSeed)
+    } else if let json = environment["ACTORQUEUE_RANDOM_REPLAY_JSON"] {
+      replay = try JSONDecoder().decode(Script.self, from: Data(json.utf8))
+    }
+    if let script = replay {
       let outcome = await Self.runInChild([script])
       if outcome.status != .exitCode(ChildExit.passed) {
         await Self.report(script, index: 0, runSeed: seed, outcome: outcome)
@@ -144,6 +149,12 @@ struct ReliabilityRandomScriptTests {
     return status + " " + words.suffix(4).joined(separator: " ")
   }
 
+  private static func json(_ script: Script) -> String {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = .sortedKeys
+    return String(decoding: (try? encoder.encode(script)) ?? Data(), as: UTF8.self)
+  }
+
   static func report(_ script: Script, index: Int, runSeed: UInt64, outcome: ChildOutcome) async {
     let original = kind(outcome)
     let clock = ContinuousClock()
@@ -164,6 +175,8 @@ struct ReliabilityRandomScriptTests {
       Shrunk from \(script.steps.count) to \(shrunk.steps.count) steps (\(ChildExit.describe(replay.status))):
       \(shrunk)
       \(reason(replay))
+      Replay the shrunk script: ACTORQUEUE_RANDOM_REPLAY_JSON='\(json(shrunk))' \\
+        swift test --filter ReliabilityRandomScriptTests
       """)
   }
 }

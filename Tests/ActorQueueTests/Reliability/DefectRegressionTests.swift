@@ -399,4 +399,48 @@ struct ReliabilityFoundRegressionTests {
     await queue.waitUntilAllOperationsAreFinished()
     #expect(order.snapshot == ["high", "low"])
   }
+
+  @Test("An op that started and ended is not kept alive by its queue while other ops of its priority wait")
+  func startedOpNotRetainedByReadyQueue() async {
+    // The ready queue's FIFO lane advances a head index over popped entries and keeps them until
+    // the lane empties: an ended op (its result, its dependencies) lives as long as the backlog.
+    let queue = ActorQueue(name: "serial", maxConcurrentOperationCount: 1)
+    queue.isSuspended = true
+    let gate = Gate()
+    let secondStarted = Gate()
+    weak var weakFirst: QueueOperation<[UInt8]>?
+    do {
+      let first = queue.addOperation(name: "first") { [UInt8](repeating: 1, count: 1_000) }
+      weakFirst = first
+    }
+    let second = queue.addOperation(name: "second") {
+      secondStarted.open()
+      await gate.wait()
+    }
+    let third = queue.addOperation(name: "third") {}
+    queue.isSuspended = false
+    await secondStarted.wait()  // the first has ended; the third still waits in the same lane
+    #expect(await eventuallyFreed { weakFirst == nil }, "the ended first op is still alive")
+    gate.open()
+    await second.waitUntilFinished()
+    await third.waitUntilFinished()
+  }
+
+  @Test("A cancelled waiting op is not kept alive by its queue while other ops wait")
+  func cancelledOpNotRetainedByReadyQueue() async {
+    // Withdrawn entries are only marked; the ready queue keeps them until they are popped or
+    // more than 64 are marked.
+    let queue = ActorQueue(name: "suspended")
+    queue.isSuspended = true
+    weak var weakCancelled: QueueOperation<Int>?
+    let waiting = queue.addOperation(name: "waiting") { 2 }
+    do {
+      let cancelled = queue.addOperation(name: "cancelled") { 1 }
+      weakCancelled = cancelled
+      cancelled.cancel()
+    }
+    #expect(await eventuallyFreed { weakCancelled == nil }, "the cancelled op is still alive")
+    queue.isSuspended = false
+    _ = await waiting.result
+  }
 }

@@ -1,0 +1,114 @@
+import Testing
+
+@testable import ActorQueue
+
+/// The checker itself: fed hand-written event traces (one broken invariant each), it must name
+/// the invariant; fed a correct trace, nothing. A checker that cannot fail proves nothing.
+@Suite("Reliability: the invariant checker")
+struct ReliabilityInvariantCheckerTests {
+  /// Op `n` of a trace: ids are registered as script ops 0...
+  private let ids = (0..<4).map { _ in OperationID() }
+
+  /// Replays `events` (sequence = position) through a checker registered with `registrations`.
+  private func violations(
+    limit: Int = .max, _ registrations: [Registration], _ events: [(Int, QueueEvent.Kind)]
+  ) async -> [String] {
+    let checker = InvariantChecker()
+    for (op, id) in ids.enumerated() { checker.identify(op: op, id: id) }
+    checker.register(.queue(0, limit: limit == .max ? -1 : limit))
+    for registration in registrations { checker.register(registration) }
+    let (stream, continuation) = AsyncStream.makeStream(of: QueueEvent.self)
+    checker.attach(stream, queue: 0)
+    var executing = 0
+    for (sequence, (_, kind)) in events.enumerated() {
+      if case .operation(_, _, let state) = kind {
+        if state == .executing { executing += 1 }
+        if state.isTerminal && executing > 0 { executing -= 1 }
+      }
+      continuation.yield(
+        QueueEvent(
+          sequence: UInt64(sequence + 1), kind: kind, executingCount: executing,
+          maxConcurrentOperationCount: limit, queueName: "q0"))
+    }
+    continuation.finish()
+    await checker.waitUntilStreamsEnd()
+    return checker.violations()
+  }
+
+  private func op(_ index: Int, _ state: OperationState) -> (Int, QueueEvent.Kind) {
+    (0, .operation(id: ids[index], name: "op\(index)", state: state))
+  }
+
+  private func registered(_ ops: Int, priorities: [Int] = []) -> [Registration] {
+    (0..<ops).map { .operation($0, queue: 0, priority: $0 < priorities.count ? priorities[$0] : 2, step: 0) }
+  }
+
+  @Test("A correct trace passes")
+  func correctTrace() async {
+    let problems = await violations(
+      limit: 1, registered(2) + [.edge(dependent: 1, dependency: 0, step: 0)],
+      [
+        op(0, .ready), op(1, .pending), op(0, .executing), op(0, .finished), op(1, .ready), op(1, .executing),
+        op(1, .finished),
+      ])
+    #expect(problems.isEmpty, "\(problems)")
+  }
+
+  @Test("More ops executing than the limit")
+  func overLimit() async {
+    let problems = await violations(
+      limit: 1, registered(2),
+      [
+        op(0, .ready), op(1, .ready), op(0, .executing), op(1, .executing), op(0, .finished),
+        op(1, .finished),
+      ])
+    #expect(problems.contains { $0.contains("limit") }, "\(problems)")
+  }
+
+  @Test("A start before a dependency ended")
+  func startBeforeDependency() async {
+    let problems = await violations(
+      registered(2) + [.edge(dependent: 1, dependency: 0, step: 0)],
+      [
+        op(0, .ready), op(1, .ready), op(0, .executing), op(1, .executing), op(0, .finished),
+        op(1, .finished),
+      ])
+    #expect(problems.contains { $0.contains("before its dependency") }, "\(problems)")
+  }
+
+  @Test("A start while suspended")
+  func startWhileSuspended() async {
+    let problems = await violations(
+      registered(1), [(0, .suspended), op(0, .ready), op(0, .executing), op(0, .finished)])
+    #expect(problems.contains { $0.contains("suspended") }, "\(problems)")
+  }
+
+  @Test("A start of an op cancelled while it waited")
+  func cancelledWaitingStarts() async {
+    let problems = await violations(
+      registered(1) + [.cancelledWhileWaiting(op: 0, step: 0)],
+      [op(0, .ready), op(0, .executing), op(0, .finished)])
+    #expect(problems.contains { $0.contains("cancelled while waiting") }, "\(problems)")
+  }
+
+  @Test("Zero or two terminal states, and an event after the terminal one")
+  func terminalStates() async {
+    let problems = await violations(
+      registered(2), [op(0, .ready), op(1, .ready), op(0, .cancelled), op(0, .cancelled), op(0, .ready)])
+    #expect(problems.contains { $0.contains("op1 reached 0 terminal states") }, "\(problems)")
+    #expect(problems.contains { $0.contains("op0 reached 2 terminal states") }, "\(problems)")
+    #expect(problems.contains { $0.contains("after its terminal state") }, "\(problems)")
+  }
+
+  @Test("A lower priority starting while a higher one was ready, and FIFO within a priority")
+  func priorityAndFIFO() async {
+    let problems = await violations(
+      limit: 1, registered(3, priorities: [1, 3, 1]),
+      [
+        op(0, .ready), op(1, .ready), op(2, .ready), op(2, .executing), op(2, .finished), op(1, .executing),
+        op(1, .finished), op(0, .executing), op(0, .finished),
+      ])
+    #expect(problems.contains { $0.contains("op2 (priority 1) started while op1") }, "\(problems)")
+    #expect(problems.contains { $0.contains("FIFO") }, "\(problems)")
+  }
+}

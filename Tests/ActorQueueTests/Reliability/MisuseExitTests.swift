@@ -1,0 +1,119 @@
+import ActorQueue
+import Foundation
+import TestSupport
+import Testing
+
+/// API misuse must stop the program with a message that names the misuse and survives release
+/// builds (a `precondition` message is stripped with -O), never with "Internal inconsistency"
+/// (which means a bug of ours). Each runs in an exit-test child and reads its standard error.
+/// Refused misuse that throws must leave everything else working.
+@Suite("Reliability: misuse")
+struct ReliabilityMisuseTests {
+  /// The child's standard error, when it stopped the program (nil and an issue otherwise).
+  private static func stderr(of result: ExitTest.Result?) -> String {
+    guard let result else { return "" }
+    return String(decoding: result.standardErrorContent, as: UTF8.self)
+  }
+
+  private static func expectNamesMisuse(
+    _ result: ExitTest.Result?, _ words: [String], sourceLocation: SourceLocation = #_sourceLocation
+  ) {
+    let text = stderr(of: result)
+    for word in words {
+      #expect(
+        text.contains(word), "stderr does not name the misuse (\(word)):\n\(text)",
+        sourceLocation: sourceLocation)
+    }
+    #expect(
+      !text.contains("Internal inconsistency"), "misuse reported as our bug:\n\(text)",
+      sourceLocation: sourceLocation)
+    // A `precondition`'s message is dropped in -O builds: the user of a release build would see
+    // only an address. The misuse must be reported by something that survives (fatalError, or a
+    // message written before stopping).
+    #expect(
+      !text.contains("Precondition failed"),
+      "reported by a precondition, whose message a release build drops:\n\(text)",
+      sourceLocation: sourceLocation)
+  }
+
+  @Test(
+    "A limit below 1 (other than -1) in init stops with a message naming it",
+    arguments: [0, -5, Int.min])
+  func invalidLimitInInit(limit: Int) async {
+    let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      [limit = limit as Int] in
+      _ = ActorQueue(name: "misuse", maxConcurrentOperationCount: limit)
+    }
+    Self.expectNamesMisuse(result, ["maxConcurrentOperationCount", "\(limit)", "isSuspended"])
+  }
+
+  @Test(
+    "Setting a limit below 1 (other than -1) stops with a message naming it", arguments: [0, -5, Int.min])
+  func invalidLimitSet(limit: Int) async {
+    let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      [limit = limit as Int] in
+      let queue = ActorQueue(name: "misuse")
+      queue.maxConcurrentOperationCount = limit
+    }
+    Self.expectNamesMisuse(result, ["maxConcurrentOperationCount", "\(limit)", "isSuspended"])
+  }
+
+  @Test("events(bufferingPolicy: .bufferingNewest(0)) stops with a message naming the capacity")
+  func zeroCapacityEvents() async {
+    let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      let queue = ActorQueue(name: "misuse")
+      _ = queue.events(bufferingPolicy: .bufferingNewest(0))
+    }
+    Self.expectNamesMisuse(result, ["bufferingNewest", "0"])
+  }
+
+  @Test("Two tasks reading one event stream stop with a message saying it is misuse")
+  func twoReadersOfOneStream() async {
+    let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      startDeadline(seconds: 5, "two readers")
+      let queue = ActorQueue(name: "misuse")
+      let stream = queue.events
+      let first = Task { for await _ in stream {} }
+      let second = Task { for await _ in stream {} }
+      // Both wait for an event; a correct implementation has stopped the program by now.
+      for _ in 0..<10_000 { await Task.yield() }
+      queue.addOperation {}
+      for _ in 0..<10_000 { await Task.yield() }
+      first.cancel()
+      second.cancel()
+    }
+    Self.expectNamesMisuse(result, ["events", "one"])
+  }
+
+  @Test(
+    "After refused misuse (alreadyEnqueued, dependencyCycle, alreadyStarted) other operations still complete")
+  func refusedMisuseLeavesQueueWorking() async throws {
+    let queue = ActorQueue(name: "misuse", maxConcurrentOperationCount: 2)
+    let other = ActorQueue(name: "other")
+    let gate = Gate()
+    let started = Gate()
+    let running = queue.addOperation(name: "running") { () async -> Int in
+      started.open()
+      await gate.wait()
+      return 1
+    }
+    let first = QueueOperation<Int>(name: "first") { 2 }
+    let second = QueueOperation<Int>(name: "second") { 3 }
+    try second.addDependency(first)
+    #expect(throws: ActorQueueError.dependencyCycle) { try first.addDependency(second) }
+    #expect(first.dependencies.isEmpty)
+    try queue.addOperations([first, second])
+    #expect(throws: ActorQueueError.alreadyEnqueued) { try queue.addOperation(first) }
+    #expect(throws: ActorQueueError.alreadyEnqueued) { try other.addOperations([second]) }
+    await started.wait()
+    #expect(throws: ActorQueueError.alreadyStarted) { try running.addDependency(first) }
+    let unrelated = other.addOperation(name: "unrelated") { 4 }
+    #expect(try await first.value == 2)
+    #expect(try await second.value == 3)
+    #expect(try await unrelated.value == 4)
+    gate.open()
+    #expect(try await running.value == 1)
+    #expect(queue.operationCount == 0)
+    #expect(other.operationCount == 0)
+  }
+}

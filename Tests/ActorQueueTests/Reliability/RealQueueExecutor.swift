@@ -1,0 +1,396 @@
+import ActorQueue
+import Foundation
+import Synchronization
+import TestSupport
+
+/// What a script's bodies capture instead of the queue itself: "an object owning a queue".
+final class QueueBox: Sendable {
+  let queue: ActorQueue
+  init(_ queue: ActorQueue) { self.queue = queue }
+}
+
+/// Captured by each body: freed when the body is.
+final class Token: Sendable {}
+
+/// A weak reference, for "everything is freed at the end".
+struct Weak<Object: AnyObject> {
+  weak var object: Object?
+}
+
+/// Suspends until `isDone()` or `attempts` yields have passed: for frees that happen on another
+/// thread just after the event that makes them due. Returns whether it became done.
+func eventuallyFreed(attempts: Int = 20_000, _ isDone: () -> Bool) async -> Bool {
+  for _ in 0..<attempts {
+    if isDone() { return true }
+    await Task.yield()
+  }
+  return isDone()
+}
+
+/// A heartbeat the child watchdog reads: a script that stops making progress is a hang.
+let reliabilityHeartbeat = Atomic<Int>(0)
+
+/// Runs scripts on real `ActorQueue`s, step by step, against the ``ReferenceModel``, with an
+/// ``InvariantChecker`` on every queue's events.
+struct RealQueueExecutor: ScriptExecutor {
+  /// Check after every step that what the model says is unreachable has been freed.
+  var checkFreeingEachStep = true
+  /// Check at the end that everything has been freed.
+  var checkFreeingAtEnd = true
+
+  /// Reads `ACTORQUEUE_RANDOM_FREEING`: `step` (the default: after every step and at the end),
+  /// `end` (only at the end) or `off`: a run can look past a known retention defect for others.
+  static func fromEnvironment() -> RealQueueExecutor {
+    switch ProcessInfo.processInfo.environment["ACTORQUEUE_RANDOM_FREEING"] {
+    case "end": RealQueueExecutor(checkFreeingEachStep: false)
+    case "off": RealQueueExecutor(checkFreeingEachStep: false, checkFreeingAtEnd: false)
+    default: RealQueueExecutor()
+    }
+  }
+
+  func run(_ script: Script) async -> ScriptFailure? {
+    let run = RealRun(
+      script: script, checkFreeingEachStep: checkFreeingEachStep, checkFreeingAtEnd: checkFreeingAtEnd)
+    let failure = await run.execute()
+    run.checker.stop()
+    return failure
+  }
+}
+
+private func modelState(_ state: OperationState) -> ModelState {
+  switch state {
+  case .pending, .ready: .waiting
+  case .executing, .paused: .executing
+  case .finished: .finished
+  case .failed: .failed
+  case .cancelled: .cancelled
+  }
+}
+
+/// One run of one script. Used from the driver task only.
+private final class RealRun {
+  let script: Script
+  let checkFreeingEachStep: Bool
+  let checkFreeingAtEnd: Bool
+  var model: ReferenceModel
+  let checker = InvariantChecker()
+  let fence = ActorQueue(name: "fence")
+  var boxes: [QueueBox?] = []
+  var weakBoxes: [Weak<QueueBox>] = []
+  var weakQueues: [Weak<ActorQueue>] = []
+  var handles: [Int: AnyQueueOperation] = [:]
+  var typed: [Int: QueueOperation<Int>] = [:]
+  var weakOps: [Int: Weak<AnyQueueOperation>] = [:]
+  var ids: [Int: OperationID] = [:]
+  var gates: [Int: Gate] = [:]
+  var tokens: [Int: Weak<Token>] = [:]
+  var fenceCount = 0
+
+  init(script: Script, checkFreeingEachStep: Bool, checkFreeingAtEnd: Bool) {
+    self.script = script
+    self.checkFreeingEachStep = checkFreeingEachStep
+    self.checkFreeingAtEnd = checkFreeingAtEnd
+    model = ReferenceModel(queueLimits: script.queueLimits)
+    checker.attach(fence.events, queue: InvariantChecker.fence)
+    for (index, limit) in script.queueLimits.enumerated() {
+      let queue = ActorQueue(name: "q\(index)", maxConcurrentOperationCount: limit)
+      checker.attach(queue.events, queue: index)
+      let box = QueueBox(queue)
+      boxes.append(box)
+      weakBoxes.append(Weak(object: box))
+      weakQueues.append(Weak(object: queue))
+    }
+  }
+
+  func execute() async -> ScriptFailure? {
+    var index = 0
+    for step in script.steps {
+      if let failure = await perform(step, index: index) { return failure }
+      index += 1
+    }
+    // The end: let everything end, release every queue, drop every handle.
+    for step in model.drainSteps() {
+      if let failure = await perform(step, index: index) { return failure }
+      index += 1
+    }
+    for queue in script.queueLimits.indices where model.isLive(queue: queue) {
+      if let failure = await perform(.releaseQueue(queue: queue), index: index) { return failure }
+      index += 1
+    }
+    for op in model.sortedOpIndices where model.state(of: op)?.isTerminal != true {
+      return ScriptFailure(step: nil, message: "model: op\(op) did not end after the drain (test bug)")
+    }
+    let enqueued = ids.filter { model.ops[$0.key]?.enqueued == true }.map(\.value)
+    await checker.wait { snapshot in enqueued.allSatisfy { snapshot.latest[$0]?.isTerminal == true } }
+    let snapshot = checker.snapshot
+    for op in model.sortedOpIndices {
+      guard let id = ids[op], let expected = model.state(of: op), model.ops[op]!.enqueued else { continue }
+      let actual = snapshot.latest[id].map(modelState)
+      if actual != expected && !(model.acceptsEither(op) && actual != .finished) {
+        return ScriptFailure(
+          step: nil, message: "op\(op) ended \(actual.map(\.rawValue) ?? "?"), expected \(expected)")
+      }
+    }
+    // Every fence toggle seen: the checker has every step boundary.
+    let fences = fenceCount
+    await checker.wait { $0.fenceEvents >= fences }
+    let violations = checker.violations()
+    if !violations.isEmpty {
+      return ScriptFailure(step: nil, message: "invariants: " + violations.prefix(5).joined(separator: "; "))
+    }
+    handles = [:]
+    typed = [:]
+    guard checkFreeingAtEnd else { return nil }
+    let freed = await eventuallyFreed {
+      weakOps.values.allSatisfy { $0.object == nil } && weakBoxes.allSatisfy { $0.object == nil }
+        && weakQueues.allSatisfy { $0.object == nil } && tokens.values.allSatisfy { $0.object == nil }
+    }
+    if !freed {
+      let ops = weakOps.filter { $0.value.object != nil }.keys.sorted().map { "op\($0)" }
+      let queues = weakBoxes.indices.filter { weakBoxes[$0].object != nil || weakQueues[$0].object != nil }
+      let bodies = tokens.filter { $0.value.object != nil }.keys.sorted().map { "op\($0)" }
+      return ScriptFailure(
+        step: nil,
+        message: "not freed at the end: ops \(ops), queues \(queues.map { "q\($0)" }), bodies of \(bodies)")
+    }
+    return nil
+  }
+
+  // MARK: One step
+
+  func perform(_ step: Step, index: Int) async -> ScriptFailure? {
+    reliabilityHeartbeat.add(1, ordering: .relaxed)
+    let journalBefore = model.journal.count
+    let terminalBefore = Set(model.sortedOpIndices.filter { model.state(of: $0)?.isTerminal == true })
+    let expectation = model.apply(step, index: index)
+    // Ops created by this step get ids before the checker sees registrations for them.
+    if let failure = act(step, expectation) {
+      return ScriptFailure(step: index, message: "\(step): \(failure)")
+    }
+    for registration in model.journal[journalBefore...] { checker.register(registration) }
+    if expectation != .skip, let failure = await quiesce(step: index) {
+      return ScriptFailure(step: index, message: "after \(step): \(failure)")
+    }
+    fence.isSuspended.toggle()
+    fenceCount += 1
+    if checkFreeingEachStep, expectation != .skip, let failure = await checkFreed(since: terminalBefore) {
+      return ScriptFailure(step: index, message: "after \(step): \(failure)")
+    }
+    return nil
+  }
+
+  private func body(_ op: Int, _ spec: BodySpec) -> @Sendable () async throws -> Int {
+    let gate = Gate()
+    gates[op] = gate
+    let token = Token()
+    tokens[op] = Weak(object: token)
+    let capture = spec.capturesQueue.flatMap { boxes[$0] }
+    return {
+      _ = (token, capture)
+      await gate.wait()
+      if spec.checksCancellation { try Task.checkCancellation() }
+      if spec.throwing { throw ScriptError(op: op) }
+      return op
+    }
+  }
+
+  private func track(_ op: Int, _ operation: AnyQueueOperation, _ spec: BodySpec) {
+    handles[op] = operation
+    weakOps[op] = Weak(object: operation)
+    ids[op] = operation.id
+    checker.identify(op: op, id: operation.id)
+    if let queue = spec.handlerCapturesQueue, let box = boxes[queue],
+      let typed = operation as? QueueOperation<Int>
+    {
+      typed.onCompletion { _ in _ = box }
+    }
+  }
+
+  private func compare(_ expectation: StepExpectation, _ call: () throws -> Void) -> String? {
+    do {
+      try call()
+      if case .refused(let refusal) = expectation { return "returned; expected \(refusal)" }
+      return nil
+    } catch {
+      let refusal: Refusal? =
+        switch error as? ActorQueueError {
+        case .some(.dependencyCycle): .dependencyCycle
+        case .some(.alreadyEnqueued): .alreadyEnqueued
+        case .some(.alreadyStarted): .alreadyStarted
+        default: nil
+        }
+      if case .refused(let expected) = expectation, expected == refusal { return nil }
+      return "threw \(error); expected \(expectation)"
+    }
+  }
+
+  private func act(_ step: Step, _ expectation: StepExpectation) -> String? {
+    guard expectation != .skip else { return nil }
+    switch step {
+    case .add(let op, let queue, let priority, let spec):
+      let operation = boxes[queue]!.queue.addOperation(
+        name: "op\(op)", priority: OperationPriority.allCases[priority], body(op, spec))
+      typed[op] = operation
+      track(op, operation, spec)
+    case .addAfter(let op, let queue, let priority, let inputs, let spec):
+      let run = body(op, spec)
+      let target = boxes[queue]!.queue
+      let operation: QueueOperation<Int>
+      if inputs.count == 1 {
+        operation = target.addOperation(
+          name: "op\(op)", priority: OperationPriority.allCases[priority], after: typed[inputs[0]]!
+        ) { (_: Int) in try await run() }
+      } else {
+        operation = target.addOperation(
+          name: "op\(op)", priority: OperationPriority.allCases[priority], after: typed[inputs[0]]!,
+          typed[inputs[1]]!
+        ) { (_: Int, _: Int) in try await run() }
+      }
+      typed[op] = operation
+      track(op, operation, spec)
+    case .batch(let queue, let prepared, let dependencies):
+      var operations: [AnyQueueOperation] = []
+      for spec in prepared {
+        let operation = QueueOperation(
+          name: "op\(spec.op)", priority: OperationPriority.allCases[spec.priority], body(spec.op, spec.body))
+        typed[spec.op] = operation
+        track(spec.op, operation, spec.body)
+        operations.append(operation)
+      }
+      for (dependency, expected) in zip(dependencies, model.lastBatchExpectations) where expected != .skip {
+        if let problem = compare(
+          expected,
+          {
+            try handles[dependency.dependent]!.addDependency(
+              handles[dependency.dependency]!, requiring: dependency.mustSucceed ? .success : .completion)
+          })
+        {
+          return "\(dependency): \(problem)"
+        }
+      }
+      if let problem = compare(
+        .done,
+        {
+          if operations.count == 1 {
+            try boxes[queue]!.queue.addOperation(operations[0])
+          } else {
+            try boxes[queue]!.queue.addOperations(operations)
+          }
+        })
+      {
+        return problem
+      }
+    case .barrier(let op, let queue, let spec):
+      let run = body(op, spec)
+      let barrier = boxes[queue]!.queue.addBarrierBlock(name: "op\(op)") { _ = try await run() }
+      track(op, barrier, spec)
+    case .depend(let dependency):
+      return compare(expectation) {
+        try handles[dependency.dependent]!.addDependency(
+          handles[dependency.dependency]!, requiring: dependency.mustSucceed ? .success : .completion)
+      }
+    case .undepend(let dependent, let dependency):
+      handles[dependent]!.removeDependency(handles[dependency]!)
+    case .addAgain(let op, let queue):
+      return compare(expectation) { try boxes[queue]!.queue.addOperation(handles[op]!) }
+    case .cancel(let op):
+      handles[op]!.cancel()
+    case .cancelAll(let queue):
+      boxes[queue]!.queue.cancelAllOperations()
+    case .setLimit(let queue, let limit):
+      boxes[queue]!.queue.maxConcurrentOperationCount = limit
+    case .setSuspended(let queue, let suspended):
+      boxes[queue]!.queue.isSuspended = suspended
+    case .setPriority(let op, let priority):
+      handles[op]!.queuePriority = OperationPriority.allCases[priority]
+    case .open:
+      break  // the gate opens when the model says the op executes (see quiesce)
+    case .dropHandle(let op):
+      handles[op] = nil
+      typed[op] = nil
+    case .releaseQueue(let queue):
+      boxes[queue] = nil
+    }
+    return nil
+  }
+
+  // MARK: Quiescence
+
+  /// Waits until the real queues run what the model runs; lets the ops the model ends end, one at a
+  /// time, in the model's order; then compares every op's state.
+  private func quiesce(step: Int) async -> String? {
+    while true {
+      if let problem = await waitForExecuting() { return problem }
+      guard let (op, outcome) = model.nextEnding() else { break }
+      guard let id = ids[op], let gate = gates[op] else { return "op\(op) has no gate (test bug)" }
+      gate.open()
+      await checker.wait { $0.latest[id]?.isTerminal == true }
+      let actual = checker.snapshot.latest[id].map(modelState)
+      if actual != outcome {
+        return "op\(op) ended \(actual.map(\.rawValue) ?? "?"), expected \(outcome)"
+      }
+      reliabilityHeartbeat.add(1, ordering: .relaxed)
+    }
+    for op in model.sortedOpIndices {
+      guard let operation = handles[op], let expected = model.state(of: op) else { continue }
+      let real = operation.state
+      let actual = modelState(real)
+      if expected == .waiting && actual == .waiting && (real == .ready) != model.isReady(op) {
+        return "op\(op) is \(real), expected \(model.isReady(op) ? "ready" : "pending")"
+      }
+      if actual != expected
+        && !(model.acceptsEither(op) && expected.isTerminal && actual.isTerminal && actual != .finished)
+      {
+        return "op\(op) is \(operation.state), expected \(expected)"
+      }
+    }
+    return nil
+  }
+
+  private func waitForExecuting() async -> String? {
+    var expected: [Int: Set<OperationID>] = [:]
+    for queue in script.queueLimits.indices {
+      expected[queue] = Set(model.executing(in: queue).compactMap { ids[$0] })
+    }
+    let want = expected
+    await checker.wait { snapshot in
+      want.allSatisfy { queue, ids in
+        let real = snapshot.executing(in: queue)
+        return ids.isSubset(of: real) || !real.subtracting(ids).isEmpty
+          || ids.contains { snapshot.latest[$0]?.isTerminal == true }
+      }
+    }
+    let snapshot = checker.snapshot
+    for (queue, ids) in want {
+      let real = snapshot.executing(in: queue)
+      if real != ids {
+        let name = { (id: OperationID) in self.ids.first { $0.value == id }.map { "op\($0.key)" } ?? "\(id)" }
+        return "q\(queue) executes \(real.map(name).sorted()), expected \(ids.map(name).sorted())"
+      }
+    }
+    return nil
+  }
+
+  // MARK: Freeing
+
+  private func checkFreed(since terminalBefore: Set<Int>) async -> String? {
+    let endedNow = model.sortedOpIndices.filter {
+      model.state(of: $0)?.isTerminal == true && !terminalBefore.contains($0)
+    }
+    let allowedOps = model.opsAllowedAlive()
+    let allowedQueues = model.queuesAllowedAlive()
+    let done = await eventuallyFreed {
+      endedNow.allSatisfy { tokens[$0]?.object == nil }
+        && weakOps.allSatisfy { allowedOps.contains($0.key) || $0.value.object == nil }
+        && weakBoxes.indices.allSatisfy { allowedQueues.contains($0) || weakBoxes[$0].object == nil }
+    }
+    guard !done else { return nil }
+    let bodies = endedNow.filter { tokens[$0]?.object != nil }.map { "op\($0)" }
+    let ops = weakOps.filter { !allowedOps.contains($0.key) && $0.value.object != nil }.keys.sorted().map {
+      "op\($0)"
+    }
+    let queues = weakBoxes.indices.filter { !allowedQueues.contains($0) && weakBoxes[$0].object != nil }
+    return
+      "still alive: bodies of ended \(bodies), unreachable ops \(ops), released queues \(queues.map { "q\($0)" })"
+  }
+}

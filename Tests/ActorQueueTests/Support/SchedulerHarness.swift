@@ -23,8 +23,11 @@ struct SchedulerHarness {
   private(set) var spawned = 0
   /// Handles made by this harness, by name (kept alive like a user would).
   private(set) var handles: [String: AnyQueueOperation] = [:]
-  /// Names of the operations whose completion effects were recorded, in order.
+  /// The effects of the last event.
   private(set) var lastEffects = SchedulerEffects()
+  /// The wake-up flag of a lingering worker, as `Engine.lingererWake`: set by any event that
+  /// made an op ready on a queue whose worker lingers, cleared when the worker reports.
+  private(set) var lingererWake = false
 
   // MARK: Setting up
 
@@ -90,6 +93,7 @@ struct SchedulerHarness {
 
   private mutating func record(_ effects: SchedulerEffects) {
     lastEffects = effects
+    if effects.wakeLingerer { lingererWake = true }
     for spawn in effects.spawns ?? [] {
       spawned += 1
       if let first = spawn.first {
@@ -161,6 +165,7 @@ struct SchedulerHarness {
       return
     }
     let worker = workers[position]
+    lingererWake = false
     let next = event { scheduler, now, effects in
       scheduler.lingerEnded(worker.worker, queue: worker.queue, since: since, now: now, &effects)
     }

@@ -1,0 +1,279 @@
+import Foundation
+import Testing
+
+@testable import ActorQueue
+
+/// Runs scripts on the scheduler value itself (``SchedulerHarness``): no task, no real time, the
+/// test is every worker and the clock. Deterministic, so a failing script replays exactly, and
+/// fast (thousands of scripts a second), so it searches far more than the real-queue executor.
+/// What it checks after every step: each queue executes exactly the ops the model executes
+/// (so never more than the limit, nothing while suspended, nothing cancelled or unready), every
+/// op's state agrees with the model (ready against pending included), a refused call changes
+/// nothing the model can see, and each op the model ends ends so, once.
+struct ValueExecutor: ScriptExecutor {
+  func run(_ script: Script) async -> ScriptFailure? {
+    var run = ValueRun(script: script)
+    return run.execute()
+  }
+}
+
+private struct ValueRun {
+  let script: Script
+  var model: ReferenceModel
+  var harness = SchedulerHarness()
+  var queues: [Int] = []
+  var steps = 0
+
+  init(script: Script) {
+    self.script = script
+    model = ReferenceModel(queueLimits: script.queueLimits)
+    for limit in script.queueLimits {
+      queues.append(harness.makeQueue(limit: limit == -1 ? .max : limit))
+    }
+  }
+
+  static func name(_ op: Int) -> String { "op\(op)" }
+
+  mutating func execute() -> ScriptFailure? {
+    var index = 0
+    for step in script.steps {
+      if let failure = perform(step, index: index) { return failure }
+      index += 1
+    }
+    for step in model.drainSteps() {
+      if let failure = perform(step, index: index) { return failure }
+      index += 1
+    }
+    for op in model.sortedOpIndices where model.ops[op]?.enqueued == true {
+      let state = harness.state(Self.name(op))
+      guard state.isTerminal else {
+        return ScriptFailure(step: nil, message: "op\(op) is \(state) after the drain")
+      }
+    }
+    return nil
+  }
+
+  mutating func perform(_ step: Step, index: Int) -> ScriptFailure? {
+    // Time moves a little per step: idle spells are short, so workers linger now and then, and
+    // every so often a linger runs out.
+    harness.now += .microseconds(5)
+    if index % 7 == 6, harness.lingering {
+      harness.now += LingerPolicy.window
+      harness.endLinger()
+    }
+    let expectation = model.apply(step, index: index)
+    if let problem = act(step, expectation) {
+      return ScriptFailure(step: index, message: "\(step): \(problem)")
+    }
+    wakeLingerer()
+    if expectation != .skip, let problem = quiesce() {
+      return ScriptFailure(step: index, message: "after \(step): \(problem)")
+    }
+    return nil
+  }
+
+  /// An op made ready on a queue whose worker lingers sets the wake flag: the worker reports.
+  mutating func wakeLingerer() {
+    while harness.lingererWake, harness.lingering { harness.endLinger() }
+  }
+
+  private mutating func expect(
+    _ expectation: StepExpectation, _ call: (inout SchedulerHarness) throws(ActorQueueError) -> Void
+  ) -> String? {
+    do throws(ActorQueueError) {
+      try call(&harness)
+      if case .refused(let refusal) = expectation { return "returned; expected \(refusal)" }
+      return nil
+    } catch {
+      let refusal: Refusal =
+        switch error {
+        case .dependencyCycle: .dependencyCycle
+        case .alreadyEnqueued: .alreadyEnqueued
+        default: .alreadyStarted
+        }
+      if case .refused(let expected) = expectation, expected == refusal { return nil }
+      return "threw \(error); expected \(expectation)"
+    }
+  }
+
+  private mutating func depend(_ dependency: Dependency, _ expectation: StepExpectation) -> String? {
+    let dependencyHandle = harness[Self.name(dependency.dependency)]
+    let dependent = harness.index(Self.name(dependency.dependent))
+    let requirement: DependencyRequirement = dependency.mustSucceed ? .success : .completion
+    return expect(expectation) { (h: inout SchedulerHarness) throws(ActorQueueError) in
+      try h.event { s, now, e throws(ActorQueueError) in
+        try s.addDependency(dependencyHandle, to: dependent, requirement: requirement, now: now, &e)
+      }
+    }
+  }
+
+  private mutating func act(_ step: Step, _ expectation: StepExpectation) -> String? {
+    guard expectation != .skip else { return nil }
+    switch step {
+    case .add(let op, let queue, let priority, _):
+      harness.add(Self.name(op), priority: OperationPriority.allCases[priority], to: queues[queue])
+    case .addAfter(let op, let queue, let priority, let inputs, _):
+      let handle = harness.makeOperation(Self.name(op), priority: OperationPriority.allCases[priority])
+      let inputHandles = inputs.map { harness[Self.name($0)] }
+      let target = queues[queue]
+      harness.event { s, now, e in s.submit(handle, inputs: inputHandles, to: target, now: now, &e) }
+    case .batch(let queue, let prepared, let dependencies):
+      for spec in prepared {
+        harness.makeOperation(Self.name(spec.op), priority: OperationPriority.allCases[spec.priority])
+      }
+      for (dependency, expected) in zip(dependencies, model.lastBatchExpectations) where expected != .skip {
+        if let problem = depend(dependency, expected) { return "\(dependency): \(problem)" }
+      }
+      let names = prepared.map { Self.name($0.op) }
+      let target = queues[queue]
+      return expect(.done) { (h: inout SchedulerHarness) throws(ActorQueueError) in
+        try h.submit(names, to: target)
+      }
+    case .barrier(let op, let queue, _):
+      let handle = harness.makeOperation(Self.name(op))
+      let target = queues[queue]
+      harness.event { s, now, e in s.submitBarrier(handle, to: target, now: now, &e) }
+    case .depend(let dependency):
+      return depend(dependency, expectation)
+    case .undepend(let dependent, let dependency):
+      let dependentIndex = harness.index(Self.name(dependent))
+      let dependencyIndex = harness.index(Self.name(dependency))
+      harness.event { s, now, e in s.removeDependency(dependencyIndex, from: dependentIndex, now: now, &e) }
+    case .addAgain(let op, let queue):
+      let name = Self.name(op)
+      let target = queues[queue]
+      return expect(expectation) { (h: inout SchedulerHarness) throws(ActorQueueError) in
+        try h.submit([name], to: target)
+      }
+    case .cancel(let op):
+      harness.cancel(Self.name(op))
+    case .cancelAll(let queue):
+      let target = queues[queue]
+      harness.event { s, now, e in s.cancelAll(in: target, now: now, &e) }
+    case .setLimit(let queue, let limit):
+      let target = queues[queue]
+      let value = limit == -1 ? Int.max : limit
+      harness.event { s, now, e in s.setLimit(value, of: target, now: now, &e) }
+    case .setSuspended(let queue, let suspended):
+      let target = queues[queue]
+      harness.event { s, now, e in s.setSuspended(suspended, of: target, now: now, &e) }
+    case .setPriority(let op, let priority):
+      let index = harness.index(Self.name(op))
+      harness.event { s, _, _ in s.setPriority(OperationPriority.allCases[priority], of: index) }
+    case .open, .dropHandle:
+      break  // gates open when the model ends an op; the value's records live with the harness
+    case .releaseQueue(let queue):
+      let target = queues[queue]
+      harness.event { s, now, e in s.releaseQueue(target, now: now, &e) }
+    }
+    return nil
+  }
+
+  /// Compares what executes; lets the ops the model ends end, one at a time, in the model's
+  /// order; then compares every op's state.
+  private mutating func quiesce() -> String? {
+    while true {
+      if let problem = compareExecuting() { return problem }
+      guard let (op, outcome) = model.nextEnding() else { break }
+      let name = Self.name(op)
+      guard harness.running.contains(name) else { return "op\(op) should end now but is not running" }
+      harness.end(name, with: bodyOutcome(op))
+      wakeLingerer()
+      let state = harness.state(name)
+      if modelState(state) != outcome { return "op\(op) ended \(state), expected \(outcome)" }
+    }
+    for op in model.sortedOpIndices {
+      guard let expected = model.state(of: op), harness.handles[Self.name(op)] != nil else { continue }
+      let real = harness.state(Self.name(op))
+      let actual = modelState(real)
+      if expected == .waiting, actual == .waiting, (real == .ready) != model.isReady(op) {
+        return "op\(op) is \(real), expected \(model.isReady(op) ? "ready" : "pending")"
+      }
+      if actual != expected
+        && !(model.acceptsEither(op) && expected.isTerminal && actual.isTerminal && actual != .finished)
+      {
+        return "op\(op) is \(real), expected \(expected)"
+      }
+    }
+    return nil
+  }
+
+  /// What the op's body does when it ends, as the real executor's bodies do.
+  private func bodyOutcome(_ op: Int) -> Outcome {
+    guard let spec = model.ops[op]?.body else { return .success(op) }
+    let cancelRequested = harness.scheduler.isCancelRequested(harness.index(Self.name(op)))
+    if spec.checksCancellation, cancelRequested { return .failure(CancellationError()) }
+    if spec.throwing { return .failure(ScriptError(op: op)) }
+    return .success(op)
+  }
+
+  private func compareExecuting() -> String? {
+    let running = Set(harness.running)
+    for (queue, index) in queues.enumerated() {
+      let expected = Set(model.executing(in: queue).map(Self.name))
+      let actual = running.filter { harness.scheduler.operations[harness.index($0)].queue == index }
+      if actual != expected { return "q\(queue) executes \(actual.sorted()), expected \(expected.sorted())" }
+    }
+    return nil
+  }
+
+  private func modelState(_ state: OperationState) -> ModelState {
+    switch state {
+    case .pending, .ready: .waiting
+    case .executing, .paused: .executing
+    case .finished: .finished
+    case .failed: .failed
+    case .cancelled: .cancelled
+    }
+  }
+}
+
+/// The random tester on the scheduler value: many more scripts than on real queues, in-process
+/// (a trap here is a failed test run, which CI reports with the seed printed first).
+@Suite("Reliability: random scripts on the scheduler value")
+struct ValueRandomScriptTests {
+  @Test("random scripts on the scheduler value agree with the reference model")
+  func randomScriptsOnTheValue() async {
+    let count = environmentInt("ACTORQUEUE_VALUE_SCRIPTS", default: 10_000)
+    let seed: UInt64
+    if let text = ProcessInfo.processInfo.environment["ACTORQUEUE_RANDOM_SEED"], let value = UInt64(text) {
+      seed = value
+    } else {
+      seed = UInt64.random(in: 1...UInt64(UInt32.max))
+    }
+    let generator = ScriptGenerator()
+    let executor = ValueExecutor()
+    if let json = ProcessInfo.processInfo.environment["ACTORQUEUE_RANDOM_REPLAY_JSON"] {
+      guard let script = try? JSONDecoder().decode(Script.self, from: Data(json.utf8)) else {
+        Issue.record("ACTORQUEUE_RANDOM_REPLAY_JSON is not a script")
+        return
+      }
+      if let failure = await executor.run(script) {
+        Issue.record("replay failed on the scheduler value: \(failure)")
+      }
+      return
+    }
+    print("Reliability value scripts: ACTORQUEUE_RANDOM_SEED=\(seed), \(count) scripts")
+    let clock = ContinuousClock()
+    let start = clock.now
+    for index in 0..<count {
+      let script = generator.script(seed: SplitMix64.scriptSeed(run: seed, index: index))
+      guard let failure = await executor.run(script) else { continue }
+      let shrunk = await shrink(script) { await executor.run($0) != nil }
+      let json = (try? JSONEncoder().encode(shrunk)).map { String(decoding: $0, as: UTF8.self) } ?? "?"
+      Issue.record(
+        """
+        script \(index) (seed \(script.seed)) of run ACTORQUEUE_RANDOM_SEED=\(seed) failed on the \
+        scheduler value: \(failure)
+        shrunk to \(shrunk.steps.count) steps:
+        \(shrunk)
+        ACTORQUEUE_RANDOM_REPLAY_JSON='\(json)'
+        """)
+      return
+    }
+    let seconds =
+      Double(start.duration(to: clock.now).components.attoseconds) / 1e18
+      + Double(start.duration(to: clock.now).components.seconds)
+    print("Reliability value scripts: \(count) passed in \(String(format: "%.2f", seconds)) s")
+  }
+}

@@ -36,35 +36,19 @@ struct Garbage: Sendable {
     }
   }
 
-  mutating func keep(outcome: OutcomeBox) {
-    if self.outcome == nil {
-      self.outcome = outcome
-    } else {
-      values.append(outcome)
-    }
-  }
+  mutating func keep(outcome: OutcomeBox) { Self.keep(outcome, in: &self.outcome, else: &values) }
+  mutating func keep(body: @escaping OperationBody) { Self.keep(body, in: &self.body, else: &values) }
+  mutating func keep(external: ExternalWork) { Self.keep(external, in: &self.external, else: &values) }
+  mutating func keep(error: any Error) { Self.keep(error, in: &self.error, else: &values) }
 
-  mutating func keep(body: @escaping OperationBody) {
-    if self.body == nil {
-      self.body = body
+  /// Keeps `value` in its own slot if that is free (no allocation), in the overflow list if not.
+  private static func keep<Value: Sendable>(
+    _ value: Value, in slot: inout Value?, else overflow: inout [any Sendable]?
+  ) {
+    if slot == nil {
+      slot = value
     } else {
-      values.append(body)
-    }
-  }
-
-  mutating func keep(external: ExternalWork) {
-    if self.external == nil {
-      self.external = external
-    } else {
-      values.append(external)
-    }
-  }
-
-  mutating func keep(error: any Error) {
-    if self.error == nil {
-      self.error = error
-    } else {
-      values.append(error)
+      overflow.append(value)
     }
   }
 

@@ -27,12 +27,7 @@ struct ReliabilityRandomScriptTests {
   func randomScripts() async throws {
     let count = environmentInt("ACTORQUEUE_RANDOM_SCRIPTS", default: 2_000)
     let maxFailures = environmentInt("ACTORQUEUE_RANDOM_FAILURES", default: 1)
-    let seed: UInt64
-    if let text = ProcessInfo.processInfo.environment["ACTORQUEUE_RANDOM_SEED"], let value = UInt64(text) {
-      seed = value
-    } else {
-      seed = UInt64.random(in: 1...UInt64(UInt32.max))
-    }
+    let seed = runSeed()
     let environment = ProcessInfo.processInfo.environment
     var replay: Script?
     if let text = environment["ACTORQUEUE_RANDOM_REPLAY"], let scriptSeed = UInt64(text) {

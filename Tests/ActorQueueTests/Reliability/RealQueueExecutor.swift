@@ -57,7 +57,8 @@ struct RealQueueExecutor: ScriptExecutor {
   }
 }
 
-private func modelState(_ state: OperationState) -> ModelState {
+/// The model's view of a state: waiting (pending or ready), executing, or terminal.
+func modelState(_ state: OperationState) -> ModelState {
   switch state {
   case .pending, .ready: .waiting
   case .executing, .paused: .executing

@@ -216,16 +216,6 @@ private struct ValueRun {
     }
     return nil
   }
-
-  private func modelState(_ state: OperationState) -> ModelState {
-    switch state {
-    case .pending, .ready: .waiting
-    case .executing, .paused: .executing
-    case .finished: .finished
-    case .failed: .failed
-    case .cancelled: .cancelled
-    }
-  }
 }
 
 /// The random tester on the scheduler value: many more scripts than on real queues, in-process
@@ -235,12 +225,7 @@ struct ValueRandomScriptTests {
   @Test("random scripts on the scheduler value agree with the reference model")
   func randomScriptsOnTheValue() async {
     let count = environmentInt("ACTORQUEUE_VALUE_SCRIPTS", default: 10_000)
-    let seed: UInt64
-    if let text = ProcessInfo.processInfo.environment["ACTORQUEUE_RANDOM_SEED"], let value = UInt64(text) {
-      seed = value
-    } else {
-      seed = UInt64.random(in: 1...UInt64(UInt32.max))
-    }
+    let seed = runSeed()
     let generator = ScriptGenerator()
     let executor = ValueExecutor()
     if let json = ProcessInfo.processInfo.environment["ACTORQUEUE_RANDOM_REPLAY_JSON"] {

@@ -63,6 +63,14 @@ func startWatchdog(stallSeconds: Double, _ what: String) {
 }
 
 /// Reads an integer setting from the environment.
+/// The seed of a random run: `ACTORQUEUE_RANDOM_SEED`, or a fresh one (the runs print it).
+func runSeed() -> UInt64 {
+  if let text = ProcessInfo.processInfo.environment["ACTORQUEUE_RANDOM_SEED"], let value = UInt64(text) {
+    return value
+  }
+  return UInt64.random(in: 1...UInt64(UInt32.max))
+}
+
 func environmentInt(_ name: String, default value: Int) -> Int {
   guard let text = ProcessInfo.processInfo.environment[name], let number = Int(text) else { return value }
   return number

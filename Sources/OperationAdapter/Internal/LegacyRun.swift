@@ -51,28 +51,70 @@ final class LegacyRun: Sendable {
     return .success(LegacyRun(operation: operation, timeout: timeout))
   }
 
-  /// Makes `handle` wait, without a slot, for the operation's unfinished Foundation
-  /// dependencies. (Its owner also calls ``handleEnded()`` when it ends.)
-  func gate(_ handle: AnyQueueOperation) {
+  /// Makes `handle` wait, without a slot, until the legacy operation is ready (its Foundation
+  /// dependencies have finished and an overridden `isReady` says so), and makes it follow what
+  /// legacy code does to the operation meanwhile: a `cancel()` cancels the handle (which then
+  /// ends at once and starts the operation without a slot, see ``handleEnded()``), a new
+  /// `queuePriority` re-sorts it. (Its owner also calls ``handleEnded()`` when it ends.)
+  ///
+  /// - Parameter followsChanges: whether to watch the operation while the handle waits even if
+  ///   it is ready now. `false` only where the handle cannot wait for long: it is ready and
+  ///   added to an unlimited queue that is not suspended.
+  func gate(_ handle: AnyQueueOperation, followsChanges: Bool) {
     let unfinished = operation.dependencies.filter { !$0.isFinished }
-    guard !unfinished.isEmpty else { return }
-    let gate = QueueOperation<Void>(
-      name: "legacy dependencies of \(handle.name ?? "\(type(of: operation))")",
-      priority: handle.queuePriority
-    ) {}
-    do {
-      try handle.addDependency(gate)
-    } catch {
-      preconditionFailure("Internal inconsistency: a new operation refused a new dependency: \(error)")
-    }
-    LegacyRuntime.whenFinished(unfinished) {
+    let gated = !unfinished.isEmpty || !operation.isReady
+    if gated {
+      let gate = QueueOperation<Void>(
+        name: "legacy dependencies of \(handle.name ?? "\(type(of: operation))")",
+        priority: handle.queuePriority
+      ) {}
       do {
-        try LegacyRuntime.gates.addOperation(gate)
+        try handle.addDependency(gate)
       } catch {
-        preconditionFailure("Internal inconsistency: a gate was enqueued twice: \(error)")
+        preconditionFailure("Internal inconsistency: a new operation refused a new dependency: \(error)")
+      }
+      pendingGate.withLock { $0 = gate }
+    }
+    guard gated || followsChanges else { return }
+    let waiting = LegacyWaiting(run: self, handle: handle)
+    if !unfinished.isEmpty {
+      // Dependencies finishing are learned at once from Foundation; the watcher catches the
+      // rest (an overridden isReady, cancellation) within a few milliseconds.
+      LegacyRuntime.whenFinished(unfinished) { [weak self] in
+        guard let self, self.isWaiting, self.operation.isReady else { return }
+        self.releaseGate()
       }
     }
+    LegacyWatcher.shared.watch(waiting)
   }
+
+  /// The gate keeping the handle `.pending`, until ``releaseGate()`` enqueues it.
+  private let pendingGate = LockedValue<QueueOperation<Void>?>(nil)
+
+  /// Whether the handle has neither started the operation nor ended.
+  var isWaiting: Bool {
+    state.withLock { state in
+      if case .idle = state { return true }
+      return false
+    }
+  }
+
+  /// Lets the handle compete for a slot (once; later calls do nothing).
+  func releaseGate() {
+    let gate = pendingGate.withLock { gate in
+      defer { gate = nil }
+      return gate
+    }
+    guard let gate else { return }
+    do {
+      try LegacyRuntime.gates.addOperation(gate)
+    } catch {
+      preconditionFailure("Internal inconsistency: a gate was enqueued twice: \(error)")
+    }
+  }
+
+  /// Whether the handle still waits for its gate.
+  var isGated: Bool { pendingGate.withLock { $0 != nil } }
 
   /// Starts the legacy operation for the handle, which holds its slot until `complete` is
   /// called: once Foundation records the operation finished (its value: the operation, or
@@ -150,5 +192,42 @@ final class LegacyRun: Sendable {
       return registered
     }
     if wasRegistered { LegacyRuntime.unregister(identifier) }
+  }
+}
+
+/// A handle waiting in its queue, as the watcher sees it: follows the legacy operation's
+/// cancellation, readiness and priority until the handle starts or ends.
+///
+/// `@unchecked Sendable`: `handle` is a `weak let` (never reassigned); `lastPriority` is read
+/// and written only by the watcher's thread (``LegacyWatcher`` polls each entry from that one
+/// thread).
+final class LegacyWaiting: LegacyWatched, @unchecked Sendable {
+  private let run: LegacyRun
+  private weak let handle: AnyQueueOperation?
+  private var lastPriority: Operation.QueuePriority
+
+  init(run: LegacyRun, handle: AnyQueueOperation) {
+    self.run = run
+    self.handle = handle
+    self.lastPriority = run.operation.queuePriority
+  }
+
+  func poll() -> Bool {
+    guard let handle, run.isWaiting else { return false }
+    let operation = run.operation
+    if operation.isCancelled {
+      // What OperationQueue does: a cancelled operation is ready (its dependencies no longer
+      // count), starts, sees isCancelled and finishes. Cancelling the handle does that without
+      // a slot and ends the handle `.cancelled`.
+      handle.cancel()
+      return false
+    }
+    let priority = operation.queuePriority
+    if priority != lastPriority {
+      lastPriority = priority
+      handle.queuePriority = OperationPriority(priority)
+    }
+    if run.isGated && operation.isReady { run.releaseGate() }
+    return true
   }
 }

@@ -153,11 +153,13 @@ extension ActorQueue {
     return handles
   }
 
-  /// Whether an operation added now that is ready could still wait for a slot, so that changes
-  /// legacy code makes to it (its `queuePriority`, `cancel()`) must be followed. An unlimited
-  /// queue that is not suspended starts a ready operation at once.
+  /// Whether changes legacy code makes to a ready operation added now (its `queuePriority`,
+  /// `cancel()`) must be followed while it waits. Not in an unlimited queue: there a ready
+  /// operation starts at once, or (suspended) all start together on resume, so priority orders
+  /// nothing, and a cancelled one starts, sees `isCancelled` and finishes, as in
+  /// `OperationQueue`. (One read of the queue's state; this is on every legacy operation's path.)
   nonisolated var followsChanges: Bool {
-    isSuspended || maxConcurrentOperationCount < ActorQueue.defaultMaxConcurrentOperationCount
+    maxConcurrentOperationCount < ActorQueue.defaultMaxConcurrentOperationCount
   }
 }
 

@@ -28,12 +28,19 @@ final class LegacyRun: Sendable {
     case abandoned
   }
 
+  /// Everything that changes, behind one lock (one allocation per run, not one per field).
+  private struct Fields {
+    var state = State.idle
+    /// Whether this run still holds the operation's entry in `LegacyRuntime`'s record.
+    var registered = true
+    /// The gate keeping the handle `.pending`, until ``releaseGate()`` enqueues it.
+    var pendingGate: QueueOperation<Void>?
+  }
+
   let operation: Operation
   private let timeout: Duration?
   private let identifier: ObjectIdentifier
-  private let state = LockedValue(State.idle)
-  /// Whether this run still holds the operation's entry in `LegacyRuntime`'s record.
-  private let registered = LockedValue(true)
+  private let fields = LockedValue(Fields())
 
   private init(operation: Operation, timeout: Duration?) {
     self.operation = operation
@@ -61,8 +68,11 @@ final class LegacyRun: Sendable {
   ///   it is ready now. `false` only where the handle cannot wait for long: it is ready and
   ///   added to an unlimited queue that is not suspended.
   func gate(_ handle: AnyQueueOperation, followsChanges: Bool) {
-    let unfinished = operation.dependencies.filter { !$0.isFinished }
-    let gated = !unfinished.isEmpty || !operation.isReady
+    // A ready operation needs no gate, whatever its dependencies (Foundation's base `isReady`
+    // is true only once they have finished; an override that says ready is obeyed by
+    // OperationQueue too), and reading `isReady` is cheaper than copying `dependencies`.
+    let gated = !operation.isReady
+    let unfinished = gated ? operation.dependencies.filter { !$0.isFinished } : []
     if gated {
       let gate = QueueOperation<Void>(
         name: "legacy dependencies of \(handle.name ?? "\(type(of: operation))")",
@@ -73,7 +83,7 @@ final class LegacyRun: Sendable {
       } catch {
         preconditionFailure("Internal inconsistency: a new operation refused a new dependency: \(error)")
       }
-      pendingGate.withLock { $0 = gate }
+      fields.withLock { $0.pendingGate = gate }
     }
     guard gated || followsChanges else { return }
     let waiting = LegacyWaiting(run: self, handle: handle)
@@ -88,22 +98,19 @@ final class LegacyRun: Sendable {
     LegacyWatcher.shared.watch(waiting)
   }
 
-  /// The gate keeping the handle `.pending`, until ``releaseGate()`` enqueues it.
-  private let pendingGate = LockedValue<QueueOperation<Void>?>(nil)
-
   /// Whether the handle has neither started the operation nor ended.
   var isWaiting: Bool {
-    state.withLock { state in
-      if case .idle = state { return true }
+    fields.withLock { fields in
+      if case .idle = fields.state { return true }
       return false
     }
   }
 
   /// Lets the handle compete for a slot (once; later calls do nothing).
   func releaseGate() {
-    let gate = pendingGate.withLock { gate in
-      defer { gate = nil }
-      return gate
+    let gate = fields.withLock { fields in
+      defer { fields.pendingGate = nil }
+      return fields.pendingGate
     }
     guard let gate else { return }
     do {
@@ -114,35 +121,33 @@ final class LegacyRun: Sendable {
   }
 
   /// Whether the handle still waits for its gate.
-  var isGated: Bool { pendingGate.withLock { $0 != nil } }
+  var isGated: Bool { fields.withLock { $0.pendingGate != nil } }
 
   /// Starts the legacy operation for the handle, which holds its slot until `complete` is
   /// called: once Foundation records the operation finished (its value: the operation, or
   /// `CancellationError` if it was cancelled), or the timeout passed. No task waits meanwhile.
   func start(complete: @escaping @Sendable (Result<Operation, any Error>) -> Void) {
-    state.withLock { state in
-      guard case .idle = state else {
+    fields.withLock { fields in
+      guard case .idle = fields.state else {
         preconditionFailure("Internal inconsistency: a legacy operation was started twice")
       }
-      state = .starting
+      fields.state = .starting
     }
     // Legacy code may have started the operation since it was wrapped: leave it alone.
     if let misuse = LegacyRuntime.misuse(of: operation) {
-      state.withLock { $0 = .done }
+      fields.withLock { $0.state = .done }
       return complete(.failure(misuse))
     }
-    state.withLock { state in
-      guard case .starting = state else {
+    fields.withLock { fields in
+      guard case .starting = fields.state else {
         preconditionFailure("Internal inconsistency: a legacy operation was started twice")
       }
-      state = .running(complete)
+      fields.state = .running(complete)
     }
-    let operation = self.operation
-    LegacyRuntime.whenFinished([operation]) { [self] in
+    LegacyRuntime.start(operation) { [self] in
       release()
       signal(.finished)
     }
-    LegacyRuntime.start(operation)
     if let timeout, let interval = timeout.dispatchInterval {
       DispatchQueue.global().asyncAfter(deadline: .now() + interval) { [weak self] in
         self?.signal(.timedOut)
@@ -152,9 +157,9 @@ final class LegacyRun: Sendable {
 
   /// The first outcome wins; later ones (the operation finishing after its timeout) are ignored.
   private func signal(_ outcome: Outcome) {
-    let complete: (@Sendable (Result<Operation, any Error>) -> Void)? = state.withLock { state in
-      guard case .running(let complete) = state else { return nil }
-      state = .done
+    let complete: (@Sendable (Result<Operation, any Error>) -> Void)? = fields.withLock { fields in
+      guard case .running(let complete) = fields.state else { return nil }
+      fields.state = .done
       return complete
     }
     guard let complete else { return }
@@ -173,23 +178,22 @@ final class LegacyRun: Sendable {
   /// `completionBlock` runs and legacy operations that depend on it are released. No slot is
   /// used.
   func handleEnded() {
-    let abandoned = state.withLock { state in
-      guard case .idle = state else { return false }
-      state = .abandoned
+    let abandoned = fields.withLock { fields in
+      guard case .idle = fields.state else { return false }
+      fields.state = .abandoned
       return true
     }
     guard abandoned else { return }
     operation.cancel()
     guard LegacyRuntime.misuse(of: operation) == nil else { return release() }
-    LegacyRuntime.whenFinished([operation]) { [self] in release() }
-    LegacyRuntime.start(operation)
+    LegacyRuntime.start(operation) { [self] in release() }
   }
 
   /// Gives up the operation's entry in the record of wrapped operations (once).
   private func release() {
-    let wasRegistered = registered.withLock { registered in
-      defer { registered = false }
-      return registered
+    let wasRegistered = fields.withLock { fields in
+      defer { fields.registered = false }
+      return fields.registered
     }
     if wasRegistered { LegacyRuntime.unregister(identifier) }
   }

@@ -35,6 +35,7 @@ for scenario in options.selected {
   case .memory: rows += Memory.run(options, sizes)
   case .adapter:
     rows += AdapterScenario.run(options, sizes)
+  case .adapterBlocking: rows += AdapterBlocking.run(options, sizes)
   case .scaling: rows += Scaling.run(options, sizes)
   }
 }

@@ -55,10 +55,12 @@ extension ActorQueue {
   ///   unfinished; this breaks a dependency cycle as it does there); a new `queuePriority`
   ///   re-sorts it. Foundation notifies only an operation's own `OperationQueue` of these
   ///   changes, so the adapter polls waiting operations from one thread of its own: a change is
-  ///   noticed within about 1–2 ms while fewer than a few thousand operations wait (the
-  ///   interval grows with the number watched, keeping the poller under 5% of one core); when
-  ///   no legacy operation waits, the poller sleeps and costs nothing. Dependencies finishing
-  ///   are learned at once, without polling. A ready operation added to an unlimited queue that
+  ///   noticed within 4 ms while fewer than a few thousand operations wait (measured on two
+  ///   busy cores: 4.0 ms median, 4.8 ms at the 90th percentile, rare outliers of tens of ms
+  ///   when the machine is overloaded). The pause grows with the number watched, keeping the
+  ///   poller under about 5% of one core; one waiting operation costs about 1% of a core while
+  ///   nothing changes, and when no legacy operation waits the poller sleeps and costs nothing.
+  ///   Dependencies finishing are learned at once, without polling. A ready operation added to an unlimited queue that
   ///   is not suspended starts at once and is not watched.
   /// - `OperationQueue.current` is `nil` inside the operation's `start()` and `main()`: no
   ///   `OperationQueue` runs it. Legacy code that uses it to find "its" queue (to add follow-up

@@ -216,22 +216,27 @@ final class LegacyWaiting: LegacyWatched, @unchecked Sendable {
     self.lastPriority = run.operation.queuePriority
   }
 
-  func poll() -> Bool {
-    guard let handle, run.isWaiting else { return false }
+  func poll() -> LegacyPoll {
+    guard let handle, run.isWaiting else { return .done }
     let operation = run.operation
     if operation.isCancelled {
       // What OperationQueue does: a cancelled operation is ready (its dependencies no longer
       // count), starts, sees isCancelled and finishes. Cancelling the handle does that without
       // a slot and ends the handle `.cancelled`.
       handle.cancel()
-      return false
+      return .done
     }
+    var changed = false
     let priority = operation.queuePriority
     if priority != lastPriority {
       lastPriority = priority
       handle.queuePriority = OperationPriority(priority)
+      changed = true
     }
-    if run.isGated && operation.isReady { run.releaseGate() }
-    return true
+    if run.isGated && operation.isReady {
+      run.releaseGate()
+      changed = true
+    }
+    return changed ? .changed : .unchanged
   }
 }

@@ -108,7 +108,9 @@ package class ChecksumOperation: Operation, @unchecked Sendable {
 // MARK: (b) Asynchronous, Swift: the ubiquitous "AsyncOperation" base class and a network subclass
 
 /// The base class found in countless codebases: a `State` enum whose key paths drive the KVO
-/// notifications, `isReady` combined with super's.
+/// notifications, `isReady` combined with super's. Its `start()` calls `main()` before setting
+/// `.executing`, as the widespread original does: work that finishes in between is overwritten
+/// (a real bug of the pattern, kept; tests respond only once it is executing).
 package class AsyncOperation: Operation, @unchecked Sendable {
   package enum State: String {
     case ready, executing, finished

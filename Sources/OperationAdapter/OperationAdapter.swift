@@ -83,11 +83,13 @@ extension ActorQueue {
   ///   forever, exactly as it would keep an `OperationQueue` slot; use
   ///   ``addOperation(legacy:timeout:)`` to bound that.
   ///
-  /// Cost: about 10–13 µs per trivial operation in a release build on two Linux cores, 1.8–1.9
-  /// times running it in an `OperationQueue` directly (6–7 µs): a ``QueueOperation``, a
-  /// sentinel `Operation`, and a hop to one of the adapter's threads, so that a blocking
-  /// `main()` cannot stall Swift tasks. No task waits while it runs. A queue with a small limit
-  /// is bound by the round trip of each operation (about 40 µs per operation with limit 2).
+  /// Cost: about 4–7 µs per trivial operation in an unlimited queue (release build, two busy
+  /// Linux cores), 1.9–2.5 times running it in an `OperationQueue` directly, measured in the
+  /// same runs: a ``QueueOperation`` and a hop to one of the adapter's threads, so that a
+  /// blocking `main()` cannot stall Swift tasks; an operation still unfinished when `start()`
+  /// returns also gets a sentinel `Operation`. No task waits while it runs. A queue with a
+  /// small limit is bound by the round trip of each operation (about 40 µs per operation with
+  /// limit 2).
   ///
   /// - Throws: ``OperationAdapterError/alreadyFinished`` or
   ///   ``OperationAdapterError/alreadyExecuting`` if the operation has run or is running;

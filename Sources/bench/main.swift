@@ -45,6 +45,7 @@ func runComparison() -> [Row] {
     case .memory: rows += Memory.run(options, sizes)
     case .adapter:
       rows += AdapterScenario.run(options, sizes)
+    case .adapterBlocking: rows += AdapterBlocking.run(options, sizes)
     case .scaling: rows += Scaling.run(options, sizes)
     }
   }

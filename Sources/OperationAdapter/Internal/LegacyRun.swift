@@ -28,12 +28,19 @@ final class LegacyRun: Sendable {
     case abandoned
   }
 
+  /// Everything that changes, behind one lock (one allocation per run, not one per field).
+  private struct Fields {
+    var state = State.idle
+    /// Whether this run still holds the operation's entry in `LegacyRuntime`'s record.
+    var registered = true
+    /// The gate keeping the handle `.pending`, until ``releaseGate()`` enqueues it.
+    var pendingGate: QueueOperation<Void>?
+  }
+
   let operation: Operation
   private let timeout: Duration?
   private let identifier: ObjectIdentifier
-  private let state = LockedValue(State.idle)
-  /// Whether this run still holds the operation's entry in `LegacyRuntime`'s record.
-  private let registered = LockedValue(true)
+  private let fields = LockedValue(Fields())
 
   private init(operation: Operation, timeout: Duration?) {
     self.operation = operation
@@ -51,56 +58,96 @@ final class LegacyRun: Sendable {
     return .success(LegacyRun(operation: operation, timeout: timeout))
   }
 
-  /// Makes `handle` wait, without a slot, for the operation's unfinished Foundation
-  /// dependencies. (Its owner also calls ``handleEnded()`` when it ends.)
-  func gate(_ handle: AnyQueueOperation) {
-    let unfinished = operation.dependencies.filter { !$0.isFinished }
-    guard !unfinished.isEmpty else { return }
-    let gate = QueueOperation<Void>(
-      name: "legacy dependencies of \(handle.name ?? "\(type(of: operation))")",
-      priority: handle.queuePriority
-    ) {}
-    do {
-      try handle.addDependency(gate)
-    } catch {
-      preconditionFailure("Internal inconsistency: a new operation refused a new dependency: \(error)")
-    }
-    LegacyRuntime.whenFinished(unfinished) {
+  /// Makes `handle` wait, without a slot, until the legacy operation is ready (its Foundation
+  /// dependencies have finished and an overridden `isReady` says so), and makes it follow what
+  /// legacy code does to the operation meanwhile: a `cancel()` cancels the handle (which then
+  /// ends at once and starts the operation without a slot, see ``handleEnded()``), a new
+  /// `queuePriority` re-sorts it. (Its owner also calls ``handleEnded()`` when it ends.)
+  ///
+  /// - Parameter followsChanges: whether to watch the operation while the handle waits even if
+  ///   it is ready now. `false` only where the handle cannot wait for long: it is ready and
+  ///   added to an unlimited queue that is not suspended.
+  func gate(_ handle: AnyQueueOperation, followsChanges: Bool) {
+    // A ready operation needs no gate, whatever its dependencies (Foundation's base `isReady`
+    // is true only once they have finished; an override that says ready is obeyed by
+    // OperationQueue too), and reading `isReady` is cheaper than copying `dependencies`.
+    let gated = !operation.isReady
+    let unfinished = gated ? operation.dependencies.filter { !$0.isFinished } : []
+    if gated {
+      let gate = QueueOperation<Void>(
+        name: "legacy dependencies of \(handle.name ?? "\(type(of: operation))")",
+        priority: handle.queuePriority
+      ) {}
       do {
-        try LegacyRuntime.gates.addOperation(gate)
+        try handle.addDependency(gate)
       } catch {
-        preconditionFailure("Internal inconsistency: a gate was enqueued twice: \(error)")
+        preconditionFailure("Internal inconsistency: a new operation refused a new dependency: \(error)")
+      }
+      fields.withLock { $0.pendingGate = gate }
+    }
+    guard gated || followsChanges else { return }
+    let waiting = LegacyWaiting(run: self, handle: handle)
+    if !unfinished.isEmpty {
+      // Dependencies finishing are learned at once from Foundation; the watcher catches the
+      // rest (an overridden isReady, cancellation) within a few milliseconds.
+      LegacyRuntime.whenFinished(unfinished) { [weak self] in
+        guard let self, self.isWaiting, self.operation.isReady else { return }
+        self.releaseGate()
       }
     }
+    LegacyWatcher.shared.watch(waiting)
   }
+
+  /// Whether the handle has neither started the operation nor ended.
+  var isWaiting: Bool {
+    fields.withLock { fields in
+      if case .idle = fields.state { return true }
+      return false
+    }
+  }
+
+  /// Lets the handle compete for a slot (once; later calls do nothing).
+  func releaseGate() {
+    let gate = fields.withLock { fields in
+      defer { fields.pendingGate = nil }
+      return fields.pendingGate
+    }
+    guard let gate else { return }
+    do {
+      try LegacyRuntime.gates.addOperation(gate)
+    } catch {
+      preconditionFailure("Internal inconsistency: a gate was enqueued twice: \(error)")
+    }
+  }
+
+  /// Whether the handle still waits for its gate.
+  var isGated: Bool { fields.withLock { $0.pendingGate != nil } }
 
   /// Starts the legacy operation for the handle, which holds its slot until `complete` is
   /// called: once Foundation records the operation finished (its value: the operation, or
   /// `CancellationError` if it was cancelled), or the timeout passed. No task waits meanwhile.
   func start(complete: @escaping @Sendable (Result<Operation, any Error>) -> Void) {
-    state.withLock { state in
-      guard case .idle = state else {
+    fields.withLock { fields in
+      guard case .idle = fields.state else {
         preconditionFailure("Internal inconsistency: a legacy operation was started twice")
       }
-      state = .starting
+      fields.state = .starting
     }
     // Legacy code may have started the operation since it was wrapped: leave it alone.
     if let misuse = LegacyRuntime.misuse(of: operation) {
-      state.withLock { $0 = .done }
+      fields.withLock { $0.state = .done }
       return complete(.failure(misuse))
     }
-    state.withLock { state in
-      guard case .starting = state else {
+    fields.withLock { fields in
+      guard case .starting = fields.state else {
         preconditionFailure("Internal inconsistency: a legacy operation was started twice")
       }
-      state = .running(complete)
+      fields.state = .running(complete)
     }
-    let operation = self.operation
-    LegacyRuntime.whenFinished([operation]) { [self] in
+    LegacyRuntime.start(operation) { [self] in
       release()
       signal(.finished)
     }
-    LegacyRuntime.start(operation)
     if let timeout, let interval = timeout.dispatchInterval {
       DispatchQueue.global().asyncAfter(deadline: .now() + interval) { [weak self] in
         self?.signal(.timedOut)
@@ -110,9 +157,9 @@ final class LegacyRun: Sendable {
 
   /// The first outcome wins; later ones (the operation finishing after its timeout) are ignored.
   private func signal(_ outcome: Outcome) {
-    let complete: (@Sendable (Result<Operation, any Error>) -> Void)? = state.withLock { state in
-      guard case .running(let complete) = state else { return nil }
-      state = .done
+    let complete: (@Sendable (Result<Operation, any Error>) -> Void)? = fields.withLock { fields in
+      guard case .running(let complete) = fields.state else { return nil }
+      fields.state = .done
       return complete
     }
     guard let complete else { return }
@@ -131,24 +178,65 @@ final class LegacyRun: Sendable {
   /// `completionBlock` runs and legacy operations that depend on it are released. No slot is
   /// used.
   func handleEnded() {
-    let abandoned = state.withLock { state in
-      guard case .idle = state else { return false }
-      state = .abandoned
+    let abandoned = fields.withLock { fields in
+      guard case .idle = fields.state else { return false }
+      fields.state = .abandoned
       return true
     }
     guard abandoned else { return }
     operation.cancel()
     guard LegacyRuntime.misuse(of: operation) == nil else { return release() }
-    LegacyRuntime.whenFinished([operation]) { [self] in release() }
-    LegacyRuntime.start(operation)
+    LegacyRuntime.start(operation) { [self] in release() }
   }
 
   /// Gives up the operation's entry in the record of wrapped operations (once).
   private func release() {
-    let wasRegistered = registered.withLock { registered in
-      defer { registered = false }
-      return registered
+    let wasRegistered = fields.withLock { fields in
+      defer { fields.registered = false }
+      return fields.registered
     }
     if wasRegistered { LegacyRuntime.unregister(identifier) }
+  }
+}
+
+/// A handle waiting in its queue, as the watcher sees it: follows the legacy operation's
+/// cancellation, readiness and priority until the handle starts or ends.
+///
+/// `@unchecked Sendable`: `handle` is a `weak let` (never reassigned); `lastPriority` is read
+/// and written only by the watcher's thread (``LegacyWatcher`` polls each entry from that one
+/// thread).
+final class LegacyWaiting: LegacyWatched, @unchecked Sendable {
+  private let run: LegacyRun
+  private weak let handle: AnyQueueOperation?
+  private var lastPriority: Operation.QueuePriority
+
+  init(run: LegacyRun, handle: AnyQueueOperation) {
+    self.run = run
+    self.handle = handle
+    self.lastPriority = run.operation.queuePriority
+  }
+
+  func poll() -> LegacyPoll {
+    guard let handle, run.isWaiting else { return .done }
+    let operation = run.operation
+    if operation.isCancelled {
+      // What OperationQueue does: a cancelled operation is ready (its dependencies no longer
+      // count), starts, sees isCancelled and finishes. Cancelling the handle does that without
+      // a slot and ends the handle `.cancelled`.
+      handle.cancel()
+      return .done
+    }
+    var changed = false
+    let priority = operation.queuePriority
+    if priority != lastPriority {
+      lastPriority = priority
+      handle.queuePriority = OperationPriority(priority)
+      changed = true
+    }
+    if run.isGated && operation.isReady {
+      run.releaseGate()
+      changed = true
+    }
+    return changed ? .changed : .unchanged
   }
 }

@@ -37,7 +37,14 @@ enum LegacyRuntime {
   /// operation yourself. One that is not ready (a dependency added after it was wrapped, or an
   /// overridden `isReady`) goes to a one-off `OperationQueue` running on a serial dispatch queue
   /// of its own (an overcommitting thread), which starts it when Foundation says it is ready.
-  static func start(_ operation: Operation) {
+  ///
+  /// `finished` is called once the operation has finished, as Foundation sees it. Most
+  /// operations (any synchronous `main()`) have finished when `start()` returns: that is checked
+  /// first, on the thread that started it, and only an operation still unfinished then gets a
+  /// sentinel (``whenFinished(_:_:)``), which costs an `Operation` of its own. (Attaching it
+  /// after `start()` misses nothing: Foundation fires a dependent at once for a dependency that
+  /// finished before it was added.)
+  static func start(_ operation: Operation, finished: @escaping @Sendable () -> Void) {
     if operation.isReady {
       LegacyThreads.shared.run {
         operation.start()
@@ -46,6 +53,11 @@ enum LegacyRuntime {
           // finished without sending the notification is recorded as finished (idempotent).
           if operation.isFinished { operation.didChangeValue(forKey: "isFinished") }
         #endif
+        if operation.isFinished {
+          finished()
+        } else {
+          whenFinished([operation], finished)
+        }
       }
     } else {
       let thread = DispatchQueue(
@@ -53,9 +65,12 @@ enum LegacyRuntime {
       let queue = OperationQueue()
       queue.name = "OperationAdapter.legacy (waiting until ready)"
       queue.underlyingQueue = thread
+      whenFinished([operation]) {
+        // Foundation holds `underlyingQueue` unretained: keep it until the operation finished.
+        withExtendedLifetime((queue, thread)) {}
+        finished()
+      }
       queue.addOperation(operation)
-      // Foundation holds `underlyingQueue` unretained: keep it until the operation finished.
-      whenFinished([operation]) { withExtendedLifetime((queue, thread)) {} }
     }
   }
 

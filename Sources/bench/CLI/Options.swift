@@ -13,6 +13,7 @@ enum ScenarioName: String, CaseIterable, Sendable {
   case limitChange = "limit-change"
   case memory
   case adapter
+  case adapterBlocking = "adapter-blocking"
   case scaling
 
   var summary: String {
@@ -31,6 +32,7 @@ enum ScenarioName: String, CaseIterable, Sendable {
     case .limitChange: "download manager: limit 3 → 10 → 5 under load; time until the limit is honoured"
     case .memory: "resident memory per waiting op (100,000 in a suspended queue), a child process each"
     case .adapter: "10,000 trivial BlockOperations through OperationAdapter vs OperationQueue directly"
+    case .adapterBlocking: "legacy ops whose main() blocks 1 ms, with async Swift work alongside: its delay"
     case .scaling: "chain and independent at N = 1k…256k: per-op cost against N (also: --scaling)"
     }
   }

@@ -1,0 +1,360 @@
+// Legacy Operation subclasses written the way users write them before Swift concurrency
+// (spec/operation-model.md, section 5, styles a–f), in Swift 5 language mode on purpose: plain
+// (non-Sendable) closures, unsynchronised state where field code has it, KVO by string keys, a
+// semaphore in main(). None of them would compile in Swift 6 mode as written; they stand for
+// the code a migrating user keeps in a Swift 5 target of their own while the adapter runs it.
+//
+// They are package only because they live in a module of their own; field code is internal.
+//
+// `@unchecked Sendable` on each subclass: `Operation` is `@unchecked Sendable` and the compiler
+// asks a subclass to restate it even in Swift 5 mode (a migrating codebase adds exactly this).
+// What holds it up is the legacy pattern's own, not a proof: fields written by the operation's
+// work before it signals isFinished (or before main() returns) and read by tests only after it
+// finished are ordered by Foundation's locks; LockedTransferOperation guards its state with a
+// lock; AsyncOperation's `state` is read and written without one, as the field writes it (a
+// race kept on purpose; ThreadSanitizer reports nothing in these tests, where Foundation's and
+// the fake session's locks order its accesses, so it needs no suppression).
+import Dispatch
+package import Foundation
+
+// MARK: A callback API, as legacy operations wrap one
+
+/// A stand-in for a network client: `request` calls its completion later, on a queue of its
+/// own, once the test calls `respond` (nothing happens on a timer).
+package final class FakeSession {
+  package final class Task {
+    fileprivate var completion: ((Data?, (any Error)?) -> Void)?
+    package private(set) var cancelCount = 0
+    private let queue = DispatchQueue(label: "FakeSession.task")
+
+    /// Delivers the response (once; later calls are ignored).
+    package func respond(_ data: Data?, _ error: (any Error)? = nil) {
+      queue.async {
+        let completion = self.completion
+        self.completion = nil
+        completion?(data, error)
+      }
+    }
+
+    /// What URLSessionTask.cancel() does: the completion gets a cancellation error.
+    package func cancel() {
+      queue.async {
+        self.cancelCount += 1
+        let completion = self.completion
+        self.completion = nil
+        completion?(nil, URLError(.cancelled))
+      }
+    }
+  }
+
+  private let lock = NSLock()
+  private var _tasks: [Task] = []
+  /// Called with each new task (tests use it to learn that a request was sent).
+  package var onRequest: ((Task) -> Void)?
+
+  package init() {}
+
+  package var tasks: [Task] {
+    lock.lock(); defer { lock.unlock() }
+    return _tasks
+  }
+
+  package func request(_ path: String, completion: @escaping (Data?, (any Error)?) -> Void) -> Task {
+    let task = Task()
+    task.completion = completion
+    lock.lock()
+    _tasks.append(task)
+    lock.unlock()
+    onRequest?(task)
+    return task
+  }
+}
+
+// MARK: (a) Synchronous: main() only, checks isCancelled between items, swallows errors
+
+package class ChecksumOperation: Operation, @unchecked Sendable {
+  package let chunks: [[UInt8]]
+  /// Called after each chunk, on the operation's thread (a plain closure, as legacy code has).
+  package var progressHandler: ((Int) -> Void)?
+  package private(set) var checksum: UInt32 = 0
+  package private(set) var processedChunks = 0
+  package private(set) var failures = 0
+
+  package init(chunks: [[UInt8]]) {
+    self.chunks = chunks
+    super.init()
+  }
+
+  package override func main() {
+    for chunk in chunks {
+      if isCancelled { return }
+      do {
+        try add(chunk)
+      } catch {
+        failures += 1  // swallowed, as legacy code does
+      }
+      processedChunks += 1
+      progressHandler?(processedChunks)
+    }
+  }
+
+  struct EmptyChunk: Error {}
+
+  private func add(_ chunk: [UInt8]) throws {
+    guard !chunk.isEmpty else { throw EmptyChunk() }
+    for byte in chunk { checksum = checksum &* 31 &+ UInt32(byte) }
+  }
+}
+
+// MARK: (b) Asynchronous, Swift: the ubiquitous "AsyncOperation" base class and a network subclass
+
+/// The base class found in countless codebases: a `State` enum whose key paths drive the KVO
+/// notifications, `isReady` combined with super's. Its `start()` calls `main()` before setting
+/// `.executing`, as the widespread original does: work that finishes in between is overwritten
+/// (a real bug of the pattern, kept; tests respond only once it is executing).
+package class AsyncOperation: Operation, @unchecked Sendable {
+  package enum State: String {
+    case ready, executing, finished
+    fileprivate var keyPath: String { "is" + rawValue.capitalized }
+  }
+
+  package var state = State.ready {
+    willSet {
+      willChangeValue(forKey: newValue.keyPath)
+      willChangeValue(forKey: state.keyPath)
+    }
+    didSet {
+      didChangeValue(forKey: oldValue.keyPath)
+      didChangeValue(forKey: state.keyPath)
+    }
+  }
+
+  package override var isReady: Bool { super.isReady && state == .ready }
+  package override var isExecuting: Bool { state == .executing }
+  package override var isFinished: Bool { state == .finished }
+  package override var isAsynchronous: Bool { true }
+
+  package override func start() {
+    if isCancelled {
+      state = .finished
+      return
+    }
+    main()
+    state = .executing
+  }
+
+  /// Subclasses call this when their work is done, however it ended.
+  package func finish() { state = .finished }
+}
+
+/// A network request in the style of open-source "NetworkOperation"s: the request starts in
+/// main(), the completion stores the result and finishes; cancel() also cancels the task.
+package class NetworkOperation: AsyncOperation, @unchecked Sendable {
+  package let session: FakeSession
+  package let path: String
+  package private(set) var responseData: Data?
+  package private(set) var responseError: (any Error)?
+  private var task: FakeSession.Task?
+  /// Called when the response arrived (a plain closure, captured non-Sendable state welcome).
+  package var onResponse: ((Data?) -> Void)?
+
+  package init(session: FakeSession, path: String) {
+    self.session = session
+    self.path = path
+    super.init()
+  }
+
+  package override func main() {
+    task = session.request(path) { [weak self] data, error in
+      guard let self = self else { return }
+      self.responseData = data
+      self.responseError = error
+      self.onResponse?(data)
+      self.finish()
+    }
+  }
+
+  package override func cancel() {
+    super.cancel()
+    task?.cancel()
+  }
+}
+
+// MARK: (c) Asynchronous, lock-guarded: recursive lock, notifications only on change
+
+package class LockedTransferOperation: Operation, @unchecked Sendable {
+  private let lock = NSRecursiveLock()
+  private var _executing = false
+  private var _finished = false
+  private var _started = false
+  package let session: FakeSession
+  private var task: FakeSession.Task?
+  package private(set) var received: Data?
+
+  package init(session: FakeSession) {
+    self.session = session
+    super.init()
+  }
+
+  package override var isAsynchronous: Bool { true }
+  package override var isExecuting: Bool {
+    lock.lock(); defer { lock.unlock() }
+    return _executing
+  }
+  package override var isFinished: Bool {
+    lock.lock(); defer { lock.unlock() }
+    return _finished
+  }
+
+  private func setExecuting(_ value: Bool) {
+    lock.lock(); defer { lock.unlock() }
+    guard _executing != value else { return }
+    willChangeValue(forKey: "isExecuting")
+    _executing = value
+    didChangeValue(forKey: "isExecuting")
+  }
+
+  private func setFinished(_ value: Bool) {
+    lock.lock(); defer { lock.unlock() }
+    guard _finished != value else { return }
+    willChangeValue(forKey: "isFinished")
+    _finished = value
+    didChangeValue(forKey: "isFinished")
+  }
+
+  package override func start() {
+    lock.lock(); defer { lock.unlock() }
+    _started = true
+    if isCancelled {
+      setFinished(true)
+      return
+    }
+    setExecuting(true)
+    task = session.request("transfer") { [weak self] data, _ in
+      guard let self = self else { return }
+      self.lock.lock(); defer { self.lock.unlock() }
+      self.received = data
+      self.setExecuting(false)
+      self.setFinished(true)
+    }
+  }
+
+  package override func cancel() {
+    lock.lock(); defer { lock.unlock() }
+    super.cancel()
+    if _started && !_finished {
+      task?.cancel()
+      setExecuting(false)
+      setFinished(true)
+    }
+  }
+}
+
+// MARK: (d) BlockOperation with several execution blocks and a completion block
+
+/// Several blocks appending to a shared array under a lock, the completion block reading it.
+package func makeThumbnailOperation(sizes: [Int], done: @escaping ([Int]) -> Void) -> BlockOperation {
+  final class Rendered {
+    let lock = NSLock()
+    var sizes: [Int] = []
+  }
+  let rendered = Rendered()
+  let operation = BlockOperation()
+  for size in sizes {
+    operation.addExecutionBlock {
+      rendered.lock.lock()
+      rendered.sizes.append(size)
+      rendered.lock.unlock()
+    }
+  }
+  operation.completionBlock = {
+    rendered.lock.lock()
+    let all = rendered.sizes.sorted()
+    rendered.lock.unlock()
+    done(all)
+  }
+  return operation
+}
+
+// MARK: (e) A callback API wrapped in main() with a semaphore; cancel() cancels the task too
+
+package class BlockingRequestOperation: Operation, @unchecked Sendable {
+  package let session: FakeSession
+  private var task: FakeSession.Task?
+  package private(set) var result: Result<Data, any Error>?
+
+  package init(session: FakeSession) {
+    self.session = session
+    super.init()
+  }
+
+  package override func main() {
+    if isCancelled { return }
+    let semaphore = DispatchSemaphore(value: 0)
+    task = session.request("blocking") { data, error in
+      if let data = data {
+        self.result = .success(data)
+      } else {
+        self.result = .failure(error ?? URLError(.unknown))
+      }
+      semaphore.signal()
+    }
+    semaphore.wait()
+  }
+
+  package override func cancel() {
+    super.cancel()
+    task?.cancel()
+  }
+}
+
+// MARK: (f) Data hand-over through dependencies
+
+package protocol ImageProviding {
+  var image: String? { get }
+}
+
+package class DecodeImageOperation: Operation, ImageProviding, @unchecked Sendable {
+  package let name_: String
+  package private(set) var image: String?
+
+  package init(file: String) {
+    name_ = file
+    super.init()
+  }
+
+  package override func main() {
+    if isCancelled { return }
+    image = "decoded(\(name_))"
+  }
+}
+
+package class BlurOperation: Operation, ImageProviding, @unchecked Sendable {
+  package private(set) var image: String?
+
+  package override func main() {
+    // Reads its input from whichever dependency provides an image.
+    let input = dependencies.compactMap { ($0 as? any ImageProviding)?.image }.first
+    guard let input = input else { return }
+    image = "blur(\(input))"
+  }
+}
+
+// MARK: Readiness decided by the subclass
+
+/// Not ready until told (Foundation's test_CustomOperationReady): `isReady` overridden,
+/// changed with the KVO notifications Foundation expects.
+package class ManualReadyOperation: Operation, @unchecked Sendable {
+  private var _isReady = false
+  package private(set) var didRun = false
+
+  package override var isReady: Bool { _isReady && super.isReady }
+
+  package func setIsReady() {
+    willChangeValue(forKey: "isReady")
+    _isReady = true
+    didChangeValue(forKey: "isReady")
+  }
+
+  package override func main() { didRun = true }
+}

@@ -37,10 +37,15 @@ extension ActorQueue {
   ///   you read its outputs from it; or `.cancelled` (`value` throws `CancellationError`) if
   ///   the operation's `isCancelled` is `true` when it finishes, whoever cancelled it.
   /// - Cancellation both ways: cancelling the handle (or ``cancelAllOperations()``) calls the
-  ///   operation's `cancel()`. A handle cancelled while waiting ends at once (P2); the legacy
-  ///   operation is then cancelled and started anyway, without a slot, so it still reaches
-  ///   `isFinished` and its `completionBlock` and Foundation dependents run, as in
-  ///   `OperationQueue`.
+  ///   operation's `cancel()`. A handle cancelled while waiting follows `OperationQueue`, the
+  ///   adapter's one exception to "a cancelled waiting operation ends at once" (P2): the legacy
+  ///   operation is cancelled and started at once, outside the queue's slot accounting (it
+  ///   takes no slot, even in a suspended queue), so its `start()` sees `isCancelled`, it
+  ///   reaches `isFinished`, its `completionBlock` and Foundation dependents run; the handle
+  ///   ends `.cancelled` when it has finished. So once `waitUntilAllOperationsAreFinished()` or
+  ///   the handle's `value` returns, every legacy operation it ran reports `isFinished`. (One
+  ///   whose overridden `isReady` is still `false` is not started before it is ready, as in
+  ///   `OperationQueue`: its handle ends `.cancelled` at once, and it starts when ready.)
   /// - Foundation dependencies (`operation.dependencies` at this call) and an overridden
   ///   `isReady` keep the handle `.pending`, holding no slot, until the operation is ready, as
   ///   an `OperationQueue` runs other ready operations meanwhile: a chain of legacy operations
@@ -204,7 +209,10 @@ extension QueueOperation where Success: Operation {
         // The value is `run.operation`, which is a `Success`.
         run.start { result in complete(result.map { unsafeDowncast($0, to: Success.self) }) }
       },
-      cancel: { operation.cancel() })
+      cancel: { operation.cancel() },
+      // Foundation's rule: a cancelled waiting operation is still started (outside the slot
+      // accounting), sees `isCancelled` and finishes; the handle ends once it has finished.
+      startsWhenCancelled: true)
     onCompletion { _ in run.handleEnded() }
     run.gate(self, followsChanges: followsChanges)
   }

@@ -72,9 +72,12 @@ import Testing
     let waitingHandle = try queue.addOperation(legacy: waiting)
     await entered.wait()
     queue.cancelAllOperations()
-    // The waiting handle ends at once (P2); the executing one when its main() returns.
+    // The waiting legacy operation is started at once without a slot (the adapter's one
+    // exception to P2, as in OperationQueue), sees isCancelled and finishes; its handle ends
+    // then. The executing one ends when its main() returns.
+    await waitingHandle.waitUntilFinished()
     #expect(waitingHandle.state == .cancelled)
-    #expect(executing.isCancelled)
+    #expect(executing.isCancelled && !executingHandle.isFinished)
     proceed.signal()
     await executingHandle.waitUntilFinished()
     #expect(executingHandle.state == .cancelled && executing.processed == 1)
@@ -129,10 +132,33 @@ import Testing
     let handle = try queue.addOperation(legacy: operation)
     #expect(handle.state == .ready)
     handle.cancel()
+    // Foundation's rule, the adapter's one exception to "ends at once": the legacy operation is
+    // started without a slot (the queue is suspended), sees isCancelled and finishes; the handle
+    // ends once it has.
+    let result = await handle.result
+    #expect(throws: CancellationError.self) { try result.get() }
+    #expect(operation.isCancelled && operation.isFinished && operation.processed == 0)
     #expect(handle.state == .cancelled && queue.operationCount == 0)
     await completed.wait()
-    #expect(operation.isCancelled && operation.isFinished && operation.processed == 0)
     // It was not wrapped any more: re-adding reports that it finished.
     #expect(throws: OperationAdapterError.alreadyFinished) { try queue.addOperation(legacy: operation) }
+  }
+
+  @Test(
+    "After waitUntilAllOperationsAreFinished, every cancelled waiting legacy operation reports isFinished")
+  func waitingForAllIncludesTheCancelledLegacyOperations() async throws {
+    for _ in 0..<50 {
+      let queue = ActorQueue(maxConcurrentOperationCount: 1)
+      queue.isSuspended = true
+      // Style (b): start() finishes on another thread, after the hop a callback API makes.
+      let operations = (0..<4).map { index in
+        AsyncFetchOperation { done in DispatchQueue.global().async { done("\(index)") } }
+      }
+      let handles = try queue.addOperations(legacy: operations)
+      queue.cancelAllOperations()
+      await queue.waitUntilAllOperationsAreFinished()
+      #expect(operations.allSatisfy { $0.isFinished })
+      #expect(handles.allSatisfy { $0.state == .cancelled })
+    }
   }
 }

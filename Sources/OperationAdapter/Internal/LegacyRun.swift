@@ -60,8 +60,8 @@ final class LegacyRun: Sendable {
 
   /// Makes `handle` wait, without a slot, until the legacy operation is ready (its Foundation
   /// dependencies have finished and an overridden `isReady` says so), and makes it follow what
-  /// legacy code does to the operation meanwhile: a `cancel()` cancels the handle (which then
-  /// ends at once and starts the operation without a slot, see ``handleEnded()``), a new
+  /// legacy code does to the operation meanwhile: a `cancel()` cancels the handle (whose
+  /// operation is then started without a slot, and which ends when it has finished), a new
   /// `queuePriority` re-sorts it. (Its owner also calls ``handleEnded()`` when it ends.)
   ///
   /// - Parameter followsChanges: whether to watch the operation while the handle waits even if
@@ -138,6 +138,15 @@ final class LegacyRun: Sendable {
       fields.withLock { $0.state = .done }
       return complete(.failure(misuse))
     }
+    // Cancelled while waiting, and not ready (an overridden `isReady` that ignores cancellation):
+    // an OperationQueue would not start it before it is ready either. The handle ends now, and
+    // the operation is started (without a slot) once it is ready, so it still finishes then.
+    if operation.isCancelled, !operation.isReady {
+      fields.withLock { $0.state = .done }
+      complete(.failure(CancellationError()))
+      LegacyRuntime.start(operation) { [self] in release() }
+      return
+    }
     fields.withLock { fields in
       guard case .starting = fields.state else {
         preconditionFailure("Internal inconsistency: a legacy operation was started twice")
@@ -172,8 +181,9 @@ final class LegacyRun: Sendable {
     }
   }
 
-  /// The handle ended. If it never started the operation (cancelled while waiting, or an input
-  /// it required failed), Foundation's rule applies: the operation is cancelled and still
+  /// The handle ended. If it never started the operation (an input it required failed; a
+  /// cancelled waiting handle starts it through ``start(complete:)``, see
+  /// `QueueOperation.init(preparing:followsChanges:)`), Foundation's rule applies: the operation is cancelled and still
   /// started, so it reaches `isFinished` (its `start()` sees `isCancelled`), its
   /// `completionBlock` runs and legacy operations that depend on it are released. No slot is
   /// used.

@@ -2,21 +2,25 @@
 //
 // Where a reader starts:
 // - `Scheduler` (this file) holds every scheduling decision's state: a record per operation
-//   (state, priority, submission order, its queue and slot, its dependency edges with their
+//   (state, priority, submission order, its queue and place in it, its dependency edges with their
 //   requirement, the unfinished-dependency count, its ready stamp, its work until claimed, its
 //   outcome, handlers, waiters and subscribers) and a record per queue (the start rule in
 //   `SchedulerStateMachine`: ready set, limit, suspension, slots and worker accounting; the
 //   unfinished operations in submission order; its unfinished barriers; its linger policy). It
 //   lives in one lock (`Engine.scheduler`), so no scheduling field is reachable without it.
-// - Each event is one `mutating` method that returns `SchedulerEffects`: what to do once the lock
-//   is released (start worker tasks, resume waiters and event consumers, run completion
-//   handlers, cancel tasks, start or cancel external work, and release whatever the user gave
-//   us). The value performs no effect and runs no user code; `Engine` performs the effects.
+// - Each event is one `mutating` method that records into a `SchedulerEffects` value what to do
+//   once the lock is released (start worker tasks, resume waiters and event consumers, run
+//   completion handlers, cancel tasks, start or cancel external work, and release whatever the
+//   user gave us); a worker's events also return its next `WorkerAction`. The value performs
+//   no effect and runs no user code; `Engine` performs the effects. (The effects are an `inout`
+//   parameter rather than a return value only because the value is large and is then never
+//   copied; it is the same contract.)
 // - Starts are decided once per event, at its end (`settle`): an event changes the ready sets
 //   first (a batch is submitted whole, every cancellation of `cancelAllOperations()` is done)
 //   and only then are operations claimed and workers asked for. So a batch is scheduled by
 //   priority, and nothing that the same event is about to cancel can start.
-// - Time is an input: the events that may decide about lingering take `now`.
+// - Time is an input: the events that may decide about lingering take `now`; tests drive it
+//   (`SchedulerTests`, and the random tester on the value).
 //
 // Design choices:
 // - Dense indices. An operation's record is created with its handle (`AnyQueueOperation`) and

@@ -10,7 +10,7 @@ import Synchronization
 /// hierarchy over queues would have no order to follow. Critical sections are short (constant
 /// work per transition, plus the edges it releases) and run no user code; the longest is
 /// `cancelAllOperations()`, O(operations cancelled), and another queue's submission waits for
-/// it. Measured on two cores: see `ActorQueue`'s documentation and the bench.
+/// it (measured on two cores: 16–27 ms for 100,000 waiting operations; README, "How it works").
 ///
 /// Nested locking: only `EventChannel`'s own leaf lock is ever taken inside this one (a worker's
 /// handle lock is taken outside it).

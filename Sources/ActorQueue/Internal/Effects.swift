@@ -22,6 +22,9 @@ struct Garbage: Sendable {
   /// Every operation that ends has an outcome to release with its record: no allocation.
   private var outcome: OutcomeBox?
   private var body: OperationBody?
+  /// Cancelling many waiting operations lets go of as many bodies: a list of their own, so that
+  /// none is boxed.
+  private var bodies: [OperationBody]?
   private var external: ExternalWork?
   private var error: (any Error)?
   private var values: [any Sendable]?
@@ -37,7 +40,13 @@ struct Garbage: Sendable {
   }
 
   mutating func keep(outcome: OutcomeBox) { Self.keep(outcome, in: &self.outcome, else: &values) }
-  mutating func keep(body: @escaping OperationBody) { Self.keep(body, in: &self.body, else: &values) }
+  mutating func keep(body: @escaping OperationBody) {
+    if self.body == nil {
+      self.body = body
+    } else {
+      bodies.append(body)
+    }
+  }
   mutating func keep(external: ExternalWork) { Self.keep(external, in: &self.external, else: &values) }
   mutating func keep(error: any Error) { Self.keep(error, in: &self.error, else: &values) }
 

@@ -331,9 +331,18 @@ struct Scheduler: Sendable {
       "Internal inconsistency: the handle of \(owner) was released while its queue still held it")
     operations[index].isLive = false
     freeOperations.append(index)
+    var garbage = Garbage()
+    if operations[index].state.isTerminal {
+      // The common case, an operation that ended: its end let go of everything but its outcome
+      // (and weak references to its dependencies).
+      if let outcome = operations[index].outcome.take() { garbage.keep(outcome: outcome) }
+      if let error = operations[index].thrownError.take() { garbage.keep(error: error) }
+      if !operations[index].dependencies.isEmpty { operations[index].dependencies = [] }
+      if operations[index].edgePositions != nil { operations[index].edgePositions = nil }
+      return Released(garbage: garbage, drains: false)
+    }
     // Dependencies that still list it as a dependent skip it by its identifier (the index may
     // be reused), so there is nothing to unlink there. What it owned is taken out in place.
-    var garbage = Garbage()
     if !operations[index].dependencies.isEmpty {
       for edge in operations[index].dependencies {
         if let handle = edge.handle { garbage.keep(handle: handle) }
@@ -351,7 +360,7 @@ struct Scheduler: Sendable {
       garbage.keep(operations[index].completionHandlers)
       operations[index].completionHandlers = []
     }
-    operations[index].subscribers = []
+    if !operations[index].subscribers.isEmpty { operations[index].subscribers = [] }
     guard garbage.hasHandles else { return Released(garbage: garbage, drains: false) }
     if isDrainingBacklog {
       releaseBacklog.append(contentsOf: garbage.takeHandles())

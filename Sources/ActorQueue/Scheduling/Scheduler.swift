@@ -339,6 +339,7 @@ struct Scheduler: Sendable {
       if let error = operations[index].thrownError.take() { garbage.keep(error: error) }
       if !operations[index].dependencies.isEmpty { operations[index].dependencies = [] }
       if operations[index].edgePositions != nil { operations[index].edgePositions = nil }
+      shrinkIfAllFree()
       return Released(garbage: garbage, drains: false)
     }
     // Dependencies that still list it as a dependent skip it by its identifier (the index may
@@ -368,6 +369,16 @@ struct Scheduler: Sendable {
     }
     isDrainingBacklog = true
     return Released(garbage: garbage, drains: true)
+  }
+
+  /// Once no operation of the process has a record any more (every handle is gone), the records'
+  /// storage is given back: memory follows the live operations, not the largest burst ever seen.
+  /// O(1) amortised: the storage is dropped only when it is entirely free, and it held that many
+  /// records.
+  private mutating func shrinkIfAllFree() {
+    guard freeOperations.count == operations.count, operations.count > 1024 else { return }
+    operations = []
+    freeOperations = []
   }
 
   /// The next handles to release while draining a chain; `[]` ends the drain.

@@ -112,16 +112,10 @@ struct SchedulerTests {
     let a = h.makeOperation("a")
     let b = h.makeOperation("b")
     let c = h.makeOperation("c")
-    try h.event { s, now, e throws(ActorQueueError) in
-      try s.addDependency(a, to: b.recordIndex, requirement: .completion, now: now, &e)
-    }
-    try h.event { s, now, e throws(ActorQueueError) in
-      try s.addDependency(b, to: c.recordIndex, requirement: .completion, now: now, &e)
-    }
+    try h.depend(b, on: a)
+    try h.depend(c, on: b)
     #expect(throws: ActorQueueError.dependencyCycle) {
-      try h.event { s, now, e throws(ActorQueueError) in
-        try s.addDependency(c, to: a.recordIndex, requirement: .completion, now: now, &e)
-      }
+      try h.depend(a, on: c)
     }
     #expect(h.scheduler.dependencies(of: a.recordIndex).isEmpty)
     #expect(h.scheduler.operations[a.recordIndex].unfinishedDependencies == 0)
@@ -137,10 +131,8 @@ struct SchedulerTests {
     let x = h.makeOperation("x")
     let y = h.makeOperation("y")
     let z = h.makeOperation("z")
-    try h.event { s, now, e throws(ActorQueueError) in
-      try s.addDependency(x, to: y.recordIndex, requirement: .success, now: now, &e)
-      try s.addDependency(y, to: z.recordIndex, requirement: .success, now: now, &e)
-    }
+    try h.depend(y, on: x, requiring: .success)
+    try h.depend(z, on: y, requiring: .success)
     try h.submit(["x", "y", "z"], to: q)
     h.end("x", with: .failure(TestFailure(code: 7)))
     #expect(h.state("y") == .failed)
@@ -161,14 +153,10 @@ struct SchedulerTests {
       let x = h.makeOperation("x")
       let a = h.makeOperation("a")
       let d = h.makeOperation("d")
-      try h.event { s, now, e throws(ActorQueueError) in
-        try s.addDependency(x, to: d.recordIndex, requirement: .success, now: now, &e)
-      }
+      try h.depend(d, on: x, requiring: .success)
       try h.submit(["x"], to: q)
       h.event { s, now, e in s.submit(a, inputs: [x], to: q, now: now, &e) }
-      try h.event { s, now, e throws(ActorQueueError) in
-        try s.addDependency(a, to: d.recordIndex, requirement: .success, now: now, &e)
-      }
+      try h.depend(d, on: a, requiring: .success)
       try h.submit(["d"], to: q)
       if cancelX {
         h.cancel("x")
@@ -210,10 +198,8 @@ struct SchedulerTests {
     let external = h["external"]
     let op1 = h.makeOperation("op1")
     let op2 = h.makeOperation("op2")
-    try h.event { s, now, e throws(ActorQueueError) in
-      try s.addDependency(external, to: op1.recordIndex, requirement: .completion, now: now, &e)
-      try s.addDependency(op1, to: op2.recordIndex, requirement: .completion, now: now, &e)
-    }
+    try h.depend(op1, on: external)
+    try h.depend(op2, on: op1)
     try h.submit(["op1", "op2"], to: q)
     let before = h.spawned
     h.event { s, now, e in s.cancelAll(in: q, now: now, &e) }
@@ -270,9 +256,7 @@ struct SchedulerTests {
     let barrier = h.makeOperation("barrier")
     h.event { s, now, e in s.submitBarrier(barrier, to: q, now: now, &e) }
     let after = h.makeOperation("after")
-    try h.event { s, now, e throws(ActorQueueError) in
-      try s.addDependency(barrier, to: after.recordIndex, requirement: .completion, now: now, &e)
-    }
+    try h.depend(after, on: barrier)
     try h.submit(["after"], to: q)
     h.event { s, now, e in s.removeDependency(barrier.recordIndex, from: after.recordIndex, now: now, &e) }
     #expect(h.state("after") == .pending)
@@ -299,9 +283,7 @@ struct SchedulerTests {
     h.add("d", to: q)
     let d = h["d"]
     let x = h.makeOperation("x")
-    try h.event { s, now, e throws(ActorQueueError) in
-      try s.addDependency(d, to: x.recordIndex, requirement: .completion, now: now, &e)
-    }
+    try h.depend(x, on: d)
     try h.submit(["x"], to: q)
     h.cancel("x")
     #expect(h.scheduler.operations[x.recordIndex].dependencies.allSatisfy { $0.handle == nil })

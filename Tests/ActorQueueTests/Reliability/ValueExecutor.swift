@@ -98,12 +98,10 @@ private struct ValueRun {
 
   private mutating func depend(_ dependency: Dependency, _ expectation: StepExpectation) -> String? {
     let dependencyHandle = harness[Self.name(dependency.dependency)]
-    let dependent = harness.index(Self.name(dependency.dependent))
+    let dependent = harness[Self.name(dependency.dependent)]
     let requirement: DependencyRequirement = dependency.mustSucceed ? .success : .completion
     return expect(expectation) { (h: inout SchedulerHarness) throws(ActorQueueError) in
-      try h.event { s, now, e throws(ActorQueueError) in
-        try s.addDependency(dependencyHandle, to: dependent, requirement: requirement, now: now, &e)
-      }
+      try h.depend(dependent, on: dependencyHandle, requiring: requirement)
     }
   }
 

@@ -86,6 +86,17 @@ struct SchedulerHarness {
     }
   }
 
+  /// `dependent.addDependency(dependency, requiring:)`, as the public call makes it.
+  mutating func depend(
+    _ dependent: AnyQueueOperation, on dependency: AnyQueueOperation,
+    requiring requirement: DependencyRequirement = .completion
+  ) throws(ActorQueueError) {
+    let index = dependent.recordIndex
+    try event { scheduler, now, effects throws(ActorQueueError) in
+      try scheduler.addDependency(dependency, to: index, requirement: requirement, now: now, &effects)
+    }
+  }
+
   mutating func cancel(_ name: String) {
     let index = index(name)
     event { scheduler, now, effects in scheduler.cancel(index, now: now, &effects) }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TestSupport
 import Testing
 
@@ -158,5 +159,23 @@ struct LifetimeTests {
     await started.wait()
     release.open()
     #expect(try await tail.value == 42)
+  }
+
+  @Test("An executed op's body is released before the op is seen ended: its completion handlers see it gone")
+  func bodyReleasedBeforeEndIsSeen() async throws {
+    final class Captured: Sendable {}
+    let queue = ActorQueue()
+    queue.isSuspended = true  // the handler is registered before the body can run
+    var captured: Captured? = Captured()
+    let weakCaptured = WeakReference(captured!)
+    let operation = queue.addOperation { [captured] in _ = captured }
+    captured = nil
+    let seenAtCompletion = Mutex<Bool?>(nil)
+    operation.onCompletion { _ in seenAtCompletion.withLock { $0 = weakCaptured.isFreed } }
+    queue.isSuspended = false
+    try await operation.value
+    // Handlers run after the end is published, on the thread that ended the op: no waiting.
+    #expect(weakCaptured.isFreed)
+    #expect(seenAtCompletion.withLock { $0 } == true)
   }
 }

@@ -151,12 +151,9 @@ extension Engine {
     while true {
       switch consume action {
       case .run(let operation, let body):
-        let outcome: OutcomeBox
-        do {
-          outcome = OutcomeBox(.success(try await body()))
-        } catch {
-          outcome = OutcomeBox(.failure(error))
-        }
+        // The body (and what it captures) is released before the end is reported, so whoever
+        // sees the operation ended also sees its body gone.
+        let outcome = await execute(consume body)
         streak &+= 1
         // Every 4,096 operations in a row, give the thread away once: a queue of short
         // operations must not monopolise a thread of the cooperative pool.
@@ -184,6 +181,16 @@ extension Engine {
         worker.retire()
         return
       }
+    }
+  }
+
+  /// Runs `body` and releases it before returning its outcome.
+  private static func execute(_ body: consuming @escaping OperationBody) async -> OutcomeBox {
+    var body: OperationBody? = consume body
+    do {
+      return OutcomeBox(.success(try await body.take()!()))
+    } catch {
+      return OutcomeBox(.failure(error))
     }
   }
 

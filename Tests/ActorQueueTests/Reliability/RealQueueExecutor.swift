@@ -17,14 +17,19 @@ struct Weak<Object: AnyObject> {
   weak var object: Object?
 }
 
-/// Suspends until `isDone()` or `attempts` yields have passed: for frees that happen on another
-/// thread just after the event that makes them due. Returns whether it became done.
-func eventuallyFreed(attempts: Int = 20_000, _ isDone: () -> Bool) async -> Bool {
-  for _ in 0..<attempts {
-    if isDone() { return true }
+/// Suspends until `isDone()`, yielding in between, or until `limit` has passed: for frees that
+/// happen on another thread just after the event that makes them due (a body's captures released
+/// by a cascade on a worker, say). Bounded by time, not by a count of yields: on a loaded 2-core
+/// machine the releasing thread can be preempted for longer than thousands of yields take.
+/// Returns whether it became done.
+func eventuallyFreed(within limit: Duration = .seconds(3), _ isDone: () -> Bool) async -> Bool {
+  let clock = ContinuousClock()
+  let deadline = clock.now.advanced(by: limit)
+  while !isDone() {
+    if clock.now >= deadline { return isDone() }
     await Task.yield()
   }
-  return isDone()
+  return true
 }
 
 /// A heartbeat the child watchdog reads: a script that stops making progress is a hang.

@@ -77,7 +77,7 @@ public actor ActorQueue {
 
   /// The limit as stored: `-1` means unlimited; values below 1 are misuse, refused in every
   /// build configuration with a message that says what to do.
-  private static func validated(_ limit: Int) -> Int {
+  static func validated(_ limit: Int) -> Int {
     if limit == -1 { return .max }
     if limit < 1 {
       fatalError(

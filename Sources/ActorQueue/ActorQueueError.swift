@@ -7,6 +7,7 @@ public struct ActorQueueError: Error, Equatable, Sendable, CustomStringConvertib
     case dependencyCycle
     case alreadyEnqueued
     case alreadyStarted
+    case joinedSharedWork
   }
 
   private let code: Code
@@ -23,6 +24,12 @@ public struct ActorQueueError: Error, Equatable, Sendable, CustomStringConvertib
   /// A dependency was added to an operation that has already started (or ended).
   public static let alreadyStarted = ActorQueueError(.alreadyStarted)
 
+  /// A dependency was added to a handle that joined coalesced work
+  /// (``ActorQueue/addOperation(name:priority:coalescingBy:_:)``): the shared work started, or
+  /// may start, for the callers that joined it before, so no caller's dependency can hold it
+  /// back.
+  public static let joinedSharedWork = ActorQueueError(.joinedSharedWork)
+
   /// What went wrong and what to do instead.
   public var description: String {
     switch code {
@@ -36,6 +43,11 @@ public struct ActorQueueError: Error, Equatable, Sendable, CustomStringConvertib
       "ActorQueueError.alreadyStarted: dependencies can only be added before an operation starts; "
         + "nothing was changed. Add dependencies before adding the operation to a queue, or while "
         + "the queue is suspended."
+    case .joinedSharedWork:
+      "ActorQueueError.joinedSharedWork: this handle joined work shared by every caller of its "
+        + "coalescing key, which no single caller's dependency may hold back; nothing was changed. "
+        + "Make the shared work wait inside its body, or add the dependency to an operation that "
+        + "runs after this one."
     }
   }
 }

@@ -120,6 +120,11 @@ struct SchedulerEffects: Sendable {
     }
   }
 
+  /// Let a task suspended at a checkpoint go on, or throw `CancellationError`.
+  mutating func resumeCheckpoint(_ resume: @escaping @Sendable (_ cancelled: Bool) -> Void, cancelled: Bool) {
+    resumptions.append { resume(cancelled) }
+  }
+
   /// Cancel a worker task (its operation's body sees `Task.isCancelled`).
   mutating func cancel(_ worker: Worker) {
     cancellations.append(worker)

@@ -70,6 +70,13 @@ enum Engine {
   }
 }
 
+/// The operation whose body a task runs: what a checkpoint needs to find its record.
+struct CheckpointContext: Sendable {
+  let worker: Worker
+  let index: Int
+  let id: OperationID
+}
+
 /// One worker task's handle: the task, so that `cancel()` can cancel it, and the step it starts
 /// with.
 ///
@@ -86,8 +93,20 @@ final class Worker: Sendable {
   }
 
   private let handle = LockedValue(Handle())
+  /// The operation this worker runs was asked to pause: its checkpoints take the slow path.
+  /// Written under the scheduler's lock; read without it by checkpoints (a hint: the slow path
+  /// decides under the lock).
+  private let pauseRequested = Atomic<Bool>(false)
 
   init() {}
+
+  /// Whether a checkpoint of the operation this worker runs must take the slow path.
+  var isPauseRequested: Bool { pauseRequested.load(ordering: .relaxed) }
+
+  /// Set and cleared under the scheduler's lock.
+  func setPauseRequested(_ requested: Bool) {
+    pauseRequested.store(requested, ordering: .relaxed)
+  }
 
   /// Gives the worker its first step (before its task exists).
   func setFirst(_ step: WorkerAction) {
@@ -150,10 +169,11 @@ extension Engine {
     var streak: UInt = 0
     while true {
       switch consume action {
-      case .run(let operation, let body):
+      case .run(let operation, let id, let body):
         // The body (and what it captures) is released before the end is reported, so whoever
         // sees the operation ended also sees its body gone.
-        let outcome = await execute(consume body)
+        let context = CheckpointContext(worker: worker, index: operation, id: id)
+        let outcome = await execute(consume body, in: context)
         streak &+= 1
         // Every 4,096 operations in a row, give the thread away once: a queue of short
         // operations must not monopolise a thread of the cooperative pool.
@@ -184,13 +204,64 @@ extension Engine {
     }
   }
 
-  /// Runs `body` and releases it before returning its outcome.
-  private static func execute(_ body: consuming @escaping OperationBody) async -> OutcomeBox {
+  /// Runs `body` with `context` bound for its checkpoints, and releases it before returning its
+  /// outcome.
+  private static func execute(
+    _ body: consuming @escaping OperationBody, in context: CheckpointContext
+  ) async -> OutcomeBox {
     var body: OperationBody? = consume body
     do {
-      return OutcomeBox(.success(try await body.take()!()))
+      let value = try await $checkpointContext.withValue(context) { try await body.take()!() }
+      return OutcomeBox(.success(value))
     } catch {
       return OutcomeBox(.failure(error))
+    }
+  }
+
+  // MARK: Checkpoints
+
+  /// The operation whose body the current task runs, for ``ActorQueue/checkpoint()``; inherited
+  /// by the body's child tasks.
+  @TaskLocal static var checkpointContext: CheckpointContext?
+
+  /// Tells apart the tasks suspended at checkpoints.
+  private static let pauseTokens = Atomic<UInt64>(0)
+
+  /// Whether the operation of `context` is asked to pause (or is paused). Exact: under the lock.
+  static func isPauseRequested(_ context: CheckpointContext) -> Bool {
+    guard context.worker.isPauseRequested else { return false }
+    return read { $0.isPauseRequested(context.index, id: context.id) }
+  }
+
+  /// The slow path of a checkpoint: pauses the operation of `context` if that was asked for,
+  /// and returns once it has a slot again. Throws `CancellationError` if the operation, or the
+  /// calling task, is cancelled before or while it waits.
+  static func pauseAtCheckpoint(_ context: CheckpointContext) async throws {
+    let token = pauseTokens.add(1, ordering: .relaxed).newValue
+    try await withTaskCancellationHandler {
+      try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+        // The task's cancellation is read under the lock: a cancellation after it finds the
+        // waiter registered (its handler takes the lock), one before it is seen here.
+        let decision = run { scheduler, effects in
+          if Task.isCancelled { return Scheduler.CheckpointDecision.cancelled }
+          return scheduler.checkpoint(
+            context.index, id: context.id, token: token,
+            resume: { cancelled in
+              if cancelled {
+                continuation.resume(throwing: CancellationError())
+              } else {
+                continuation.resume()
+              }
+            }, now: now, &effects)
+        }
+        switch decision {
+        case .proceed: continuation.resume()
+        case .cancelled: continuation.resume(throwing: CancellationError())
+        case .suspended: break
+        }
+      }
+    } onCancel: {
+      run { $0.checkpointCancelled(context.index, id: context.id, token: token, &$1) }
     }
   }
 

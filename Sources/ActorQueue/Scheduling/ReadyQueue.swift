@@ -34,6 +34,13 @@ struct ReadyQueue<Element> {
       live += 1
     }
 
+    /// The entry with the lowest order, live or marked, left in place.
+    var lowest: Entry? {
+      let fifoHead: Entry? = head < fifo.count ? fifo[head] : nil
+      if let top = heap.first, fifoHead == nil || top.order < fifoHead!.order { return top }
+      return fifoHead
+    }
+
     /// Removes and returns the entry with the lowest order, live or marked.
     mutating func popLowest() -> Entry? {
       let fifoHead: Entry? = head < fifo.count ? fifo[head] : nil
@@ -127,6 +134,24 @@ struct ReadyQueue<Element> {
         if !marked.isEmpty, marked.remove(entry.stamp) != nil { continue }
         lanes[rank].live -= 1
         count -= 1
+        return entry.element
+      }
+      preconditionFailure("Internal inconsistency: a lane counted live entries it does not hold")
+    }
+    preconditionFailure("Internal inconsistency: the ready count is \(count) but every lane is empty")
+  }
+
+  /// The highest-priority, lowest-order live element, left in place (withdrawn entries met on
+  /// the way are dropped).
+  mutating func peekFirst() -> Element? {
+    guard count > 0 else { return nil }
+    for rank in lanes.indices.reversed() where lanes[rank].live > 0 {
+      while let entry = lanes[rank].lowest {
+        if !marked.isEmpty, marked.contains(entry.stamp) {
+          _ = lanes[rank].popLowest()
+          marked.remove(entry.stamp)
+          continue
+        }
         return entry.element
       }
       preconditionFailure("Internal inconsistency: a lane counted live entries it does not hold")

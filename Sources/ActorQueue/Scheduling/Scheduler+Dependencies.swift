@@ -33,9 +33,8 @@ extension Scheduler {
     _ dependency: Handle, to dependent: Int, requirement: DependencyRequirement,
     now: () -> ContinuousClock.Instant, _ effects: inout Effects
   ) throws(ActorQueueError) {
-    guard operations[dependent].state == .pending || operations[dependent].state == .ready,
-      !operations[dependent].isDetached
-    else { throw .alreadyStarted }
+    guard operations[dependent].leader < 0 else { throw .joinedSharedWork }
+    guard hasNotStarted(dependent) else { throw .alreadyStarted }
     let isNew = edgePosition(of: dependency.recordIndex, in: dependent) == nil
     if isNew, createsCycle(dependency.recordIndex, dependent) { throw .dependencyCycle }
     link(dependency, to: dependent, part: .explicit(requiresSuccess: requirement == .success), &effects)
@@ -121,8 +120,7 @@ extension Scheduler {
   mutating func removeDependency(
     _ dependency: Int, from dependent: Int, now: () -> ContinuousClock.Instant, _ effects: inout Effects
   ) {
-    guard operations[dependent].state == .pending || operations[dependent].state == .ready,
-      !operations[dependent].isDetached,
+    guard hasNotStarted(dependent), operations[dependent].leader < 0,
       let position = edgePosition(of: dependency, in: dependent),
       operations[dependent].dependencies[position].isExplicit
     else { return }
@@ -183,6 +181,13 @@ extension Scheduler {
   }
 
   /// Whether a dependent entry still names an unfinished operation (not ended, not freed).
+  /// Whether `index` waits to start: pending or ready, and neither a paused body resumed and
+  /// waiting for a slot nor cancelled work running detached.
+  func hasNotStarted(_ index: Int) -> Bool {
+    (operations[index].state == .pending || operations[index].state == .ready)
+      && operations[index].worker == nil && !operations[index].isDetached
+  }
+
   func isUnfinished(_ entry: DependentEntry) -> Bool {
     operations[entry.index].isLive && operations[entry.index].id == entry.id
       && !operations[entry.index].state.isTerminal

@@ -27,14 +27,20 @@ extension Scheduler {
 
   mutating func cancel(_ index: Int, _ effects: inout Effects) {
     guard !operations[index].state.isTerminal, !operations[index].isDetached else { return }
+    if operations[index].leader >= 0 { return cancelFollower(index, &effects) }
     operations[index].cancelRequested = true
+    if let worker = operations[index].worker {
+      // The body started: executing, or paused at a checkpoint (then it runs on to its end
+      // holding no slot).
+      if operations[index].isPausedInBody { cancelPaused(index, &effects) }
+      guard !operations[index].taskCancelled else { return }
+      operations[index].taskCancelled = true
+      effects.cancel(worker)
+      return
+    }
     switch operations[index].state {
     case .executing, .paused:
-      if let worker = operations[index].worker {
-        guard !operations[index].taskCancelled else { return }
-        operations[index].taskCancelled = true
-        effects.cancel(worker)
-      } else if let external = operations[index].external, operations[index].runsExternally {
+      if let external = operations[index].external, operations[index].runsExternally {
         effects.runExternalCancel(external.cancel)
       } else {
         preconditionFailure("Internal inconsistency: \(operations[index].id) executes with no work")
@@ -128,6 +134,9 @@ extension Scheduler {
     precondition(
       !operations[index].state.isTerminal, "Internal inconsistency: \(operations[index].id) ended twice")
     withdrawFromReady(index)
+    releasePauseWaiters(of: index, &effects)
+    operations[index].pauseHeld = false
+    operations[index].excessPaused = false
     if let error {
       operations[index].outcome = error is CancellationError ? .cancelled : OutcomeBox(.failure(error))
       if terminal == .cancelled { operations[index].cancelRequested = true }
@@ -153,6 +162,9 @@ extension Scheduler {
           .operation(id: operations[index].id, name: operations[index].name, state: terminal), in: queue,
           &effects)
       }
+      if let coalescing = operations[index].coalescing {
+        releaseCoalescingKey(of: index, hash: coalescing.hash, in: queue, &effects)
+      }
       leave(queue, index, &effects)
       if operations[index].isBarrier { queues[queue].barriers.removeFirst(index) }
     }
@@ -167,6 +179,10 @@ extension Scheduler {
     if !operations[index].waiters.isEmpty {
       effects.wake(operations[index].waiters)
       operations[index].waiters = []
+    }
+
+    if !operations[index].followers.isEmpty {
+      endFollowers(of: index, as: terminal, into: &work)
     }
 
     // Dependents: each counts this dependency as ended.

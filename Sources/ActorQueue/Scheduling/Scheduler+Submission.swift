@@ -61,7 +61,7 @@ extension Scheduler {
   }
 
   /// Adds one operation known not to be enqueued yet.
-  private mutating func enqueue(_ handle: Handle, into queue: Int, _ effects: inout Effects) {
+  mutating func enqueue(_ handle: Handle, into queue: Int, _ effects: inout Effects) {
     let index = handle.recordIndex
     operations[index].wasEnqueued = true
     // An operation that ended before it was added (cancelled, or an input it required failed)
@@ -82,7 +82,7 @@ extension Scheduler {
       }
       link(barrierHandle, to: index, part: .barrier, &effects)
     }
-    if operations[index].unfinishedDependencies == 0 {
+    if operations[index].unfinishedDependencies == 0 && !operations[index].pauseHeld {
       makeReady(index, &effects)
     } else if !queues[queue].subscribers.isEmpty {
       emit(
@@ -94,6 +94,7 @@ extension Scheduler {
   /// A pending, enqueued operation whose dependencies have all ended enters its queue's ready
   /// set. Whether it starts is decided at the end of the event (``settle(now:_:)``).
   mutating func makeReady(_ index: Int, _ effects: inout Effects) {
+    guard !operations[index].pauseHeld else { return }  // held by pause(): stays pending
     let queue = operations[index].queue
     transition(index, to: .ready, &effects)
     operations[index].readyStamp = queues[queue].machine.insertReady(

@@ -3,7 +3,7 @@ enum WorkerAction: Sendable {
   typealias Handle = AnyQueueOperation
 
   /// Run this operation's body, then report ``Scheduler/operationEnded(_:worker:queue:outcome:yieldAfter:now:)``.
-  case run(operation: Int, body: OperationBody)
+  case run(operation: Int, id: OperationID, body: OperationBody)
   /// Start the work of an externally completed operation (it keeps its slot until the work
   /// reports its end), then claim the next (``Scheduler/claimNext(_:queue:now:)``).
   case start(operation: Handle, start: ExternalStart)
@@ -40,9 +40,16 @@ extension Scheduler {
       "Internal inconsistency: a worker ended an operation it did not run")
     let terminal = record(outcome, of: index)
     operations[index].worker = nil
+    worker.setPauseRequested(false)
     let taskCancelled = operations[index].taskCancelled
     operations[index].taskCancelled = false
-    queues[queue].machine.operationEnded()
+    if operations[index].state == .executing {
+      queues[queue].machine.operationEnded()
+    } else {
+      // Cancelled while paused: it ran to its end holding no slot.
+      queues[queue].machine.slotlessOperationEnded()
+    }
+    if queues[queue].hasExcessRequests { touch(queue) }  // a freed slot may withdraw a request
     terminate(index, as: terminal, error: nil, &effects)
     let action: WorkerAction
     if taskCancelled {
@@ -137,6 +144,14 @@ extension Scheduler {
   mutating func apply(
     _ step: SchedulerStateMachine<Int>.WorkerStep, worker: Worker, queue: Int, _ effects: inout Effects
   ) -> WorkerAction {
+    var step = step
+    // A paused body given a slot continues on its own task: this worker claims again.
+    while let index = step.run, operations[index].isPausedInBody {
+      grantSlot(toPaused: index, &effects)
+      let spawnWorker = step.spawnWorker
+      step = queues[queue].machine.claimNext()
+      step.spawnWorker = step.spawnWorker || spawnWorker
+    }
     if step.spawnWorker {
       effects.spawn(Spawn(queue: queue, taskPriority: queues[queue].taskPriority, worker: Worker()))
     }
@@ -145,6 +160,8 @@ extension Scheduler {
       return .retire
     }
     operations[index].readyStamp = nil
+    nextStart += 1
+    operations[index].startOrder = nextStart
     if let external = operations[index].external {
       // Runs elsewhere: no worker holds it (cancel() calls its `cancel`).
       guard let handle = operations[index].enqueuedHandle else {
@@ -159,6 +176,6 @@ extension Scheduler {
     }
     operations[index].worker = worker
     transition(index, to: .executing, &effects)
-    return .run(operation: index, body: body)
+    return .run(operation: index, id: operations[index].id, body: body)
   }
 }

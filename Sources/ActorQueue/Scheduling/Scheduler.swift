@@ -73,6 +73,9 @@ enum OperationWork: Sendable {
   case body(OperationBody)
   /// Work that runs elsewhere (a thread, a callback API) and reports its end.
   case external(ExternalWork)
+  /// None of its own: a caller's handle to coalesced work (``OperationRecord/leader``), which it
+  /// follows.
+  case follower
 }
 
 /// Work that runs elsewhere (a thread, a callback API) and reports its end. `cancel` reaches it
@@ -89,6 +92,36 @@ final class ExternalWork: Sendable {
     self.cancel = cancel
     self.startsWhenCancelled = startsWhenCancelled
   }
+}
+
+/// A coalescing key, type-erased.
+///
+/// `@unchecked Sendable`: `AnyHashable` is not `Sendable` because it may hold any value, but
+/// this one is made only by ``init(_:)``, which takes `Hashable & Sendable` values, and the key
+/// is immutable.
+struct CoalescingKey: Hashable, @unchecked Sendable {
+  let base: AnyHashable
+
+  init(_ key: some Hashable & Sendable) {
+    base = AnyHashable(key)
+  }
+}
+
+/// The coalesced work of one queue whose keys have one hash value.
+///
+/// Keys are compared outside the lock (their `==` is user code): a caller copies the bucket,
+/// finds its key in the copy, and submits what it found with the bucket's version; a bucket
+/// changed meanwhile makes it look again.
+struct CoalescingBucket: Sendable {
+  struct Entry: Sendable {
+    let key: CoalescingKey
+    let leader: Int
+    let leaderID: OperationID
+  }
+
+  /// Changes whenever an entry is added or removed.
+  var version: UInt64 = 0
+  var entries: [Entry] = []
 }
 
 /// A weak reference, for the dependencies an ended operation lists but no longer owns.
@@ -186,6 +219,27 @@ struct OperationRecord: Sendable {
   var completionHandlers: [@Sendable (Outcome) -> Void] = []
   var waiters: [CheckedContinuation<Void, Never>] = []
   var subscribers: [EventChannel<OperationState>] = []
+  /// `pause()` was called and `resume()` not since: a waiting operation is held (it does not
+  /// become ready); an executing one pauses at its body's next checkpoint and stays paused.
+  var pauseHeld = false
+  /// Asked to pause at its next checkpoint because the limit was lowered with the excess
+  /// paused; once paused, it competes for a slot again by itself.
+  var excessPaused = false
+  /// The order in which operations started (one counter for every queue): excess pausing
+  /// pauses the most recently started first among equal priorities.
+  var startOrder: UInt64 = 0
+  /// The body's tasks suspended at a checkpoint while the operation is paused; resumed when it
+  /// has a slot again (or throwing, when it is cancelled).
+  var pauseWaiters: [PauseWaiter] = []
+  /// A caller's handle to coalesced work: the shared operation's record, which this one
+  /// mirrors (state and outcome); -1 otherwise.
+  var leader = -1
+  /// Shared work: the callers' handles that joined it (some may have ended, cancelled).
+  var followers: [DependentEntry] = []
+  /// Shared work: its key in its queue, and the result type every caller must expect.
+  var coalescing: (hash: Int, resultType: ObjectIdentifier)?
+  /// Shared work: the result type, for the message when a caller expects another.
+  var coalescingResultType: Any.Type?
 
   init(id: OperationID, name: String?, priority: OperationPriority, work: OperationWork) {
     self.id = id
@@ -194,6 +248,7 @@ struct OperationRecord: Sendable {
     switch work {
     case .body(let body): self.body = body
     case .external(let external): self.external = external
+    case .follower: break
     }
   }
 
@@ -211,11 +266,17 @@ struct OperationRecord: Sendable {
     taskCancelled = false
     runsExternally = false
     isDetached = false
+    pauseHeld = false
+    excessPaused = false
     queue = -1
     unfinishedDependencies = 0
+    leader = -1
+    coalescing = nil
+    coalescingResultType = nil
     switch work {
     case .body(let body): self.body = body
     case .external(let external): self.external = external
+    case .follower: break
     }
   }
 
@@ -227,6 +288,19 @@ struct OperationRecord: Sendable {
 
   /// Whether a cancellation of this waiting operation starts its work instead of ending it.
   var startsWhenCancelled: Bool { external?.startsWhenCancelled ?? false }
+
+  /// The body started and is suspended at a checkpoint, holding no slot (state `.paused`, or
+  /// `.ready` once resumed while it waits for a slot).
+  var isPausedInBody: Bool { worker != nil && (state == .paused || state == .ready) }
+}
+
+/// A task of an operation's body suspended at ``ActorQueue/checkpoint()`` while the operation is
+/// paused.
+struct PauseWaiter: Sendable {
+  /// Tells this waiter apart when its own task is cancelled.
+  let token: UInt64
+  /// Resumes the task (an effect: after unlocking); `true`: it throws `CancellationError`.
+  let resume: @Sendable (_ cancelled: Bool) -> Void
 }
 
 /// One queue's scheduling record.
@@ -257,6 +331,12 @@ struct QueueRecord: Sendable {
   var isReleased = false
   /// Changed by the current event: its starts are decided at the end of the event.
   var isTouched = false
+  /// Some executing operation was asked to pause because the limit was lowered with the excess
+  /// paused, and has not reached a checkpoint yet: each slot freed meanwhile withdraws a request
+  /// that is no longer needed.
+  var hasExcessRequests = false
+  /// Coalesced work waiting or executing, by the hash of its key (see ``CoalescingBucket``).
+  var coalesced: [Int: CoalescingBucket] = [:]
 
 }
 
@@ -280,6 +360,10 @@ struct Scheduler: Sendable {
   private var nextQueueGeneration: UInt64 = 0
   /// Submission order: one counter for all queues.
   var nextSubmission: UInt64 = 0
+  /// Start order: one counter for all queues.
+  var nextStart: UInt64 = 0
+  /// Identifies tasks suspended at a checkpoint.
+  var nextPauseToken: UInt64 = 0
   /// The global order of events.
   private(set) var nextEventSequence: UInt64 = 0
   /// Workers lingering on an idle queue (see ``LingerPolicy``): at most one in the process, so
@@ -532,6 +616,10 @@ struct Scheduler: Sendable {
     let old = operations[index].priority
     guard old != priority else { return }
     operations[index].priority = priority
+    if operations[index].leader >= 0, !operations[index].state.isTerminal {
+      raiseLeaderPriority(operations[index].leader)  // its own priority only says what it asks for
+      return
+    }
     if let stamp = operations[index].readyStamp {
       let queue = operations[index].queue
       operations[index].readyStamp = queues[queue].machine.reprioritize(
@@ -585,6 +673,7 @@ struct Scheduler: Sendable {
     if !operations[index].subscribers.isEmpty {
       operations[index].subscribers.removeAll { !$0.push(newState, effects: &effects) }
     }
+    if !operations[index].followers.isEmpty { mirrorToFollowers(index, newState, &effects) }
     let queue = operations[index].queue
     if queue >= 0, !queues[queue].subscribers.isEmpty {
       emit(
@@ -612,6 +701,14 @@ struct Scheduler: Sendable {
       let queue = touched[position]
       position += 1
       queues[queue].isTouched = false
+      if queues[queue].hasExcessRequests { withdrawUnneededExcessRequests(in: queue) }
+      // A paused body given a slot continues on the task it paused in: no worker needed.
+      while queues[queue].machine.canStartNow, let head = queues[queue].machine.peekReady(),
+        operations[head].isPausedInBody
+      {
+        _ = queues[queue].machine.claimWithoutWorker()
+        grantSlot(toPaused: head, &effects)
+      }
       if queues[queue].machine.readyCount > 0, queues[queue].machine.isLingering {
         effects.wakeLingerer = true
       }

@@ -141,6 +141,36 @@ struct SchedulerStateMachine<Element> {
     executing -= 1
   }
 
+  // MARK: Pausing
+
+  /// Whether a ready operation may be given a slot now.
+  var canStartNow: Bool { canStart }
+
+  /// The ready operation that starts next, left in the ready set.
+  mutating func peekReady() -> Element? {
+    ready.peekFirst()
+  }
+
+  /// Gives the next ready operation a slot without a worker: a paused body that was resumed
+  /// continues on the task it paused in.
+  mutating func claimWithoutWorker() -> Element? {
+    guard canStart, let element = ready.popFirst() else { return nil }
+    executing += 1
+    return element
+  }
+
+  /// An executing operation paused at a checkpoint: its slot is free; its worker stays with it.
+  mutating func operationPaused() {
+    precondition(executing > 0, "Internal inconsistency: an operation paused that held no slot")
+    executing -= 1
+  }
+
+  /// The body of an operation that held no slot (cancelled while paused) ended: its worker counts
+  /// as starting, as after ``operationEnded()``.
+  mutating func slotlessOperationEnded() {
+    startingWorkers += 1
+  }
+
   /// A starting worker retires without claiming (its task was cancelled).
   mutating func workerRetired() {
     precondition(startingWorkers > 0, "Internal inconsistency: a worker retired that was not starting")

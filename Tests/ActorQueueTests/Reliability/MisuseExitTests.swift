@@ -47,6 +47,26 @@ struct ReliabilityMisuseTests {
     Self.expectNamesMisuse(result, ["maxConcurrentOperationCount", "\(limit)", "isSuspended"])
   }
 
+  @Test("Joining coalesced work with another result type stops with a message naming the key and both types")
+  func coalescingResultTypeMismatch() async {
+    let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      let queue = ActorQueue(name: "images")
+      queue.isSuspended = true
+      queue.addOperation(coalescingBy: "a.png") { 1 }
+      queue.addOperation(coalescingBy: "a.png") { "not an Int" }
+    }
+    Self.expectNamesMisuse(result, ["coalescingBy: a.png", "String", "Int", "images"])
+  }
+
+  @Test("Lowering the limit below 1 with the excess paused stops with a message naming it")
+  func invalidLimitPausingExcess() async {
+    let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      let queue = ActorQueue(name: "misuse")
+      queue.setMaxConcurrentOperationCount(0, pausingExcess: true)
+    }
+    Self.expectNamesMisuse(result, ["maxConcurrentOperationCount", "0"])
+  }
+
   @Test(
     "Setting a limit below 1 (other than -1) stops with a message naming it", arguments: [0, -5, Int.min])
   func invalidLimitSet(limit: Int) async {

@@ -1,3 +1,4 @@
+import Synchronization
 import Testing
 
 @testable import ActorQueue
@@ -102,8 +103,62 @@ struct SchedulerHarness {
     event { scheduler, now, effects in scheduler.cancel(index, now: now, &effects) }
   }
 
+  /// What the checkpoints that waited were told, in order: "name resumed", "name cancelled".
+  let checkpointLog = CheckpointLog()
+
+  mutating func pause(_ name: String) {
+    let index = index(name)
+    event { scheduler, now, effects in scheduler.pause(index, now: now, &effects) }
+  }
+
+  mutating func resume(_ name: String) {
+    let index = index(name)
+    event { scheduler, now, effects in scheduler.resume(index, now: now, &effects) }
+  }
+
+  mutating func pauseAll(in queue: Int) {
+    event { scheduler, now, effects in scheduler.pauseAll(in: queue, now: now, &effects) }
+  }
+
+  mutating func resumeAll(in queue: Int) {
+    event { scheduler, now, effects in scheduler.resumeAll(in: queue, now: now, &effects) }
+  }
+
+  mutating func setLimit(_ limit: Int, of queue: Int, pausingExcess: Bool = false) {
+    event { scheduler, now, effects in
+      if pausingExcess {
+        scheduler.setLimitPausingExcess(limit, of: queue, now: now, &effects)
+      } else {
+        scheduler.setLimit(limit, of: queue, now: now, &effects)
+      }
+    }
+  }
+
+  /// The body of the running operation `name` reaches a checkpoint and takes the slow path
+  /// (as it does when its worker's flag says a pause is asked for). While it waits, its worker
+  /// stays with it (the test ends it later with ``end(_:with:yieldAfter:)``).
+  @discardableResult
+  mutating func checkpoint(_ name: String, token: UInt64 = 0) -> Scheduler.CheckpointDecision {
+    let index = index(name)
+    let id = self[name].id
+    let log = checkpointLog
+    return event { scheduler, now, effects in
+      scheduler.checkpoint(
+        index, id: id, token: token,
+        resume: { cancelled in log.append("\(name) \(cancelled ? "cancelled" : "resumed")") },
+        now: now, &effects)
+    }
+  }
+
+  /// Whether the worker running `name` has its pause flag set (what a checkpoint reads first).
+  func pauseFlag(_ name: String) -> Bool {
+    scheduler.operations[index(name)].worker?.isPauseRequested ?? false
+  }
+
   private mutating func record(_ effects: SchedulerEffects) {
     lastEffects = effects
+    // Resumptions are the test's own closures here (checkpoints), recorded in `checkpointLog`.
+    for resumption in effects.resumptions ?? [] { resumption() }
     if effects.wakeLingerer { lingererWake = true }
     for spawn in effects.spawns ?? [] {
       spawned += 1
@@ -128,7 +183,7 @@ struct SchedulerHarness {
   /// The operations whose bodies run now, by name, in the order their workers started.
   var running: [String] {
     workers.compactMap { worker in
-      guard case .run(let index, _) = worker.action else { return nil }
+      guard case .run(let index, _, _) = worker.action else { return nil }
       return scheduler.operations[index].name
     }
   }
@@ -147,7 +202,7 @@ struct SchedulerHarness {
     let target = index(name)
     guard
       let position = workers.firstIndex(where: {
-        if case .run(let index, _) = $0.action { return index == target }
+        if case .run(let index, _, _) = $0.action { return index == target }
         return false
       })
     else {
@@ -200,6 +255,20 @@ struct SchedulerHarness {
     workers.removeAll {
       if case .retire = $0.action { return true }
       return false
+    }
+  }
+}
+
+/// The harness's record of checkpoint resumptions.
+final class CheckpointLog: Sendable {
+  private let entries = Mutex<[String]>([])
+
+  func append(_ entry: String) { entries.withLock { $0.append(entry) } }
+
+  /// Everything recorded since the last call.
+  func take() -> [String] {
+    entries.withLock { entries in
+      defer { entries = [] }; return entries
     }
   }
 }

@@ -1,0 +1,64 @@
+extension ActorQueue {
+  /// Adds an operation under `key`, or joins the one already waiting or executing in this queue
+  /// under an equal key: "a second request for a URL already loading joins it".
+  ///
+  /// Every caller gets a handle of its own, usable as a dependency and awaitable like any
+  /// operation; the work runs once, and counts once in ``operations``, ``operationCount`` and
+  /// ``events`` (there it is one operation, named by the first caller). Each handle mirrors the
+  /// work's state and ends with its outcome. Cancelling one handle ends that handle at once
+  /// (`.cancelled`); the work itself is cancelled only once every handle that joined it has been
+  /// cancelled. It runs at the highest priority any caller still waiting for it asked for.
+  /// ``AnyQueueOperation/pause()`` and ``AnyQueueOperation/resume()`` on a handle act on the
+  /// shared work (every caller's handle shows it paused). A handle that joined coalesced work
+  /// takes no dependencies of its own (``ActorQueueError/joinedSharedWork``).
+  ///
+  /// Once the work has ended, the next call with an equal key adds new work (cache results
+  /// yourself if you want them kept). Keys are per queue. Joining work of the same key whose
+  /// body returns another type is a programming error: it stops with a message that names both
+  /// types.
+  ///
+  /// `key`'s `hash(into:)` and `==` run on the calling thread, outside any lock of the
+  /// scheduler's. Cost: one hash of the key, the comparisons with the keys of equal hash, and
+  /// about two `addOperation` calls. Foundation has no equivalent: apps keep a dictionary of
+  /// in-flight operations by hand and attach completion blocks to them.
+  ///
+  /// ```swift
+  /// let image = loads.addOperation(coalescingBy: url) { try await download(url) }
+  /// ```
+  @discardableResult
+  public nonisolated func addOperation<Success: Sendable>(
+    name: String? = nil, priority: OperationPriority = .normal, coalescingBy key: some Hashable & Sendable,
+    _ body: @escaping @Sendable () async throws -> Success
+  ) -> QueueOperation<Success> {
+    let key = CoalescingKey(key)
+    let hash = key.hashValue
+    let work = OperationWork.body { try await body() }
+    let type = QueueOperation<Success>.self
+    let index = index
+    while true {
+      let bucket = Engine.read { $0.coalescingBucket(hash, in: index) }
+      let match = bucket.entries.first { $0.key == key }
+      let outcome = Engine.run { scheduler, effects in
+        scheduler.submitCoalesced(
+          key: key, hash: hash, version: bucket.version, match: match, resultType: Success.self, name: name,
+          priority: priority, work: work, to: index,
+          makeHandle: { id, record in type.init(id: id, name: name, recordIndex: record) },
+          now: Engine.now, &effects)
+      }
+      switch outcome {
+      case .handle(let handle):
+        guard let operation = handle as? QueueOperation<Success> else {
+          preconditionFailure("Internal inconsistency: a coalesced handle of another type")
+        }
+        return operation
+      case .resultTypeMismatch(let existing):
+        fatalError(
+          "ActorQueue: addOperation(coalescingBy: \(key.base)) expects \(Success.self), but the work already "
+            + "added under this key in queue '\(self.name ?? "unnamed")' returns \(existing). Use a key "
+            + "per result type (for instance a struct holding the URL and the kind of result).")
+      case .retry:
+        continue
+      }
+    }
+  }
+}

@@ -1,0 +1,140 @@
+/// Coalescing: callers that add work under a key already waiting or executing in the queue join
+/// it instead of adding it again.
+///
+/// The shared work is one operation of the queue (it counts once in its operations, its count
+/// and its events); every caller, the first included, gets a handle of its own, a *follower*
+/// (``OperationRecord/leader``), which is in no queue: it mirrors the shared operation's state
+/// and ends with its outcome. So cancelling one caller's handle ends that handle at once and
+/// cancels the shared work only once every caller has cancelled, and each handle can be a
+/// dependency and be awaited like any operation.
+///
+/// Keys are user values: their `hash(into:)` and `==` run outside the lock. The scheduler keeps
+/// the keys by hash value (``CoalescingBucket``); the caller hashes its key, copies the bucket,
+/// compares keys in the copy, and submits what it found with the bucket's version; if the bucket
+/// changed meanwhile, it looks again.
+extension Scheduler {
+  /// What adding coalesced work did.
+  enum CoalescingOutcome: Sendable {
+    /// The caller's handle, which joined work already in the queue or new work added for it.
+    case handle(Handle)
+    /// The key's work in this queue returns another type: the caller's misuse.
+    case resultTypeMismatch(existing: Any.Type)
+    /// The bucket changed since the caller looked: look again.
+    case retry
+  }
+
+  /// A copy of the bucket of `hash` in `queue` (empty, version 0, if there is none).
+  func coalescingBucket(_ hash: Int, in queue: Int) -> CoalescingBucket {
+    queues[queue].coalesced[hash] ?? CoalescingBucket()
+  }
+
+  /// Joins the work `match` (an entry of the bucket of `hash`, found by the caller in the copy
+  /// it took at `version`), or, with no match, adds `work` under `key` as new shared work.
+  /// Returns the caller's handle, made by `makeHandle` from its record's identifier and index.
+  mutating func submitCoalesced(
+    key: CoalescingKey, hash: Int, version: UInt64, match: CoalescingBucket.Entry?, resultType: Any.Type,
+    name: String?, priority: OperationPriority, work: OperationWork, to queue: Int,
+    makeHandle: (OperationID, Int) -> Handle, now: () -> ContinuousClock.Instant, _ effects: inout Effects
+  ) -> CoalescingOutcome {
+    guard (queues[queue].coalesced[hash]?.version ?? 0) == version else { return .retry }
+    let leader: Int
+    if let match {
+      // The bucket is as the caller saw it, so the work is still waiting or executing.
+      guard operations[match.leader].coalescing?.resultType == ObjectIdentifier(resultType) else {
+        return .resultTypeMismatch(existing: operations[match.leader].coalescingResultType ?? Any.self)
+      }
+      leader = match.leader
+    } else {
+      let id = OperationID()
+      let index = createOperation(id: id, name: name, priority: priority, work: work)
+      let shared = makeHandle(id, index)
+      operations[index].coalescing = (hash, ObjectIdentifier(resultType))
+      operations[index].coalescingResultType = resultType
+      queues[queue].coalesced[hash, default: CoalescingBucket()].entries.append(
+        CoalescingBucket.Entry(key: key, leader: index, leaderID: id))
+      queues[queue].coalesced[hash]!.version = nextCoalescingVersion()
+      enqueue(shared, into: queue, &effects)
+      leader = index
+    }
+    let id = OperationID()
+    let follower = createOperation(id: id, name: name, priority: priority, work: .follower)
+    let handle = makeHandle(id, follower)
+    operations[follower].leader = leader
+    operations[follower].wasEnqueued = true
+    operations[follower].state = operations[leader].state
+    operations[leader].followers.append(DependentEntry(index: follower, id: id, requiresSuccess: false))
+    raiseLeaderPriority(leader)
+    settle(now: now, &effects)
+    return .handle(handle)
+  }
+
+  /// Versions are unique in the process, so a bucket removed and made again never repeats one.
+  private mutating func nextCoalescingVersion() -> UInt64 {
+    nextSubmission += 1
+    return nextSubmission
+  }
+
+  /// The shared work `leader` ended: its key leaves its bucket (the key itself is released after
+  /// unlocking).
+  mutating func releaseCoalescingKey(of leader: Int, hash: Int, in queue: Int, _ effects: inout Effects) {
+    guard var bucket = queues[queue].coalesced[hash],
+      let position = bucket.entries.firstIndex(where: {
+        $0.leader == leader && $0.leaderID == operations[leader].id
+      })
+    else { preconditionFailure("Internal inconsistency: coalesced work left no key behind") }
+    queues[queue].coalesced[hash] = nil
+    effects.garbage.keep(bucket.entries.remove(at: position).key)
+    if !bucket.entries.isEmpty {
+      bucket.version = nextCoalescingVersion()
+      queues[queue].coalesced[hash] = bucket
+    }
+  }
+
+  /// The shared work runs at the highest priority any caller still waiting for it asked for.
+  mutating func raiseLeaderPriority(_ leader: Int) {
+    var highest: OperationPriority?
+    for entry in operations[leader].followers where isUnfinished(entry) {
+      let priority = operations[entry.index].priority
+      if highest == nil || priority > highest! { highest = priority }
+    }
+    if let highest { setPriority(highest, of: leader) }
+  }
+
+  /// Cancels a caller's handle: it ends `.cancelled` at once; the shared work is cancelled once
+  /// no caller waits for it any more.
+  mutating func cancelFollower(_ index: Int, _ effects: inout Effects) {
+    let leader = operations[index].leader
+    operations[index].cancelRequested = true
+    terminate(index, as: .cancelled, error: cancellationError, &effects)
+    if operations[leader].followers.contains(where: isUnfinished) {
+      raiseLeaderPriority(leader)
+    } else {
+      cancel(leader, &effects)
+    }
+  }
+
+  /// The shared work `leader` moved to `state`: so do the handles of the callers that wait for it.
+  mutating func mirrorToFollowers(_ leader: Int, _ state: OperationState, _ effects: inout Effects) {
+    for entry in operations[leader].followers where isUnfinished(entry) {
+      operations[entry.index].state = state
+      if !operations[entry.index].subscribers.isEmpty {
+        operations[entry.index].subscribers.removeAll { !$0.push(state, effects: &effects) }
+      }
+    }
+  }
+
+  /// The shared work `leader` ended: every caller's handle still waiting ends with its outcome
+  /// (appended to the work list of ``terminate(_:as:error:_:)``).
+  mutating func endFollowers(
+    of leader: Int, as terminal: OperationState, into work: inout [(Int, OperationState, (any Error)?)]
+  ) {
+    let followers = operations[leader].followers
+    operations[leader].followers = []
+    for entry in followers where isUnfinished(entry) {
+      operations[entry.index].outcome = operations[leader].outcome
+      operations[entry.index].thrownError = operations[leader].thrownError
+      if terminal == .cancelled { operations[entry.index].cancelRequested = true }
+      work.append((entry.index, terminal, nil))
+    }
+  }
+}

@@ -1,0 +1,269 @@
+/// Pausing and resuming operations, and lowering a limit with the excess paused.
+///
+/// An executing operation pauses only where its body says it may: at a checkpoint
+/// (``ActorQueue/checkpoint()``). There it gives its slot back (`.paused`) and its task waits;
+/// when it may continue, it competes for a slot like a ready operation (by priority, then its
+/// original submission order, and not while the queue is suspended), and the task that paused
+/// continues with the slot it was given. A waiting operation that is paused is held: it does
+/// not become ready until resumed.
+///
+/// Two reasons to pause, kept apart: `pause()` (``OperationRecord/pauseHeld``) holds the
+/// operation until `resume()`; excess pausing (``OperationRecord/excessPaused``) asks it to
+/// give its slot back because the limit was lowered, and it competes for a slot again at once.
+extension Scheduler {
+  /// What a task at a checkpoint does.
+  enum CheckpointDecision: Sendable {
+    /// Nothing to do: continue.
+    case proceed
+    /// The operation was cancelled: throw `CancellationError`.
+    case cancelled
+    /// The operation paused (or was paused already): the task waits until it is resumed with a
+    /// slot, or cancelled.
+    case suspended
+  }
+
+  // MARK: One operation
+
+  /// Whether the body of `index` (still the operation `id`) is asked to pause, or is paused.
+  func isPauseRequested(_ index: Int, id: OperationID) -> Bool {
+    guard operations[index].isLive, operations[index].id == id, operations[index].worker != nil else {
+      return false
+    }
+    switch operations[index].state {
+    case .executing: return operations[index].pauseHeld || operations[index].excessPaused
+    case .paused, .ready: return true
+    case .pending, .finished, .failed, .cancelled: return false
+    }
+  }
+
+  /// Whether `index` is paused, or held by `pause()` while it waits.
+  func isPaused(_ index: Int) -> Bool {
+    let index =
+      operations[index].leader >= 0 && !operations[index].state.isTerminal ? operations[index].leader : index
+    return operations[index].state == .paused
+      || (operations[index].pauseHeld && !operations[index].state.isTerminal)
+  }
+
+  /// `pause()`, then the starts it allows decided.
+  mutating func pause(_ index: Int, now: () -> ContinuousClock.Instant, _ effects: inout Effects) {
+    pause(index, &effects)
+    settle(now: now, &effects)
+  }
+
+  /// `pause()`: holds a waiting operation, asks an executing one to pause at its next
+  /// checkpoint, and keeps a paused one paused until `resume()`. No effect on an operation that
+  /// has ended, and none on external work that runs (it has no checkpoint).
+  mutating func pause(_ index: Int, _ effects: inout Effects) {
+    guard !operations[index].state.isTerminal, !operations[index].isDetached else { return }
+    if operations[index].leader >= 0 { return pause(operations[index].leader, &effects) }
+    if operations[index].runsExternally { return }
+    operations[index].pauseHeld = true
+    switch operations[index].state {
+    case .pending:
+      break
+    case .ready:
+      withdrawFromReady(index)
+      transition(index, to: operations[index].worker == nil ? .pending : .paused, &effects)
+    case .executing:
+      operations[index].worker?.setPauseRequested(true)
+    case .paused:
+      withdrawFromReady(index)  // it was paused for the excess and competed for a slot
+    case .finished, .failed, .cancelled:
+      preconditionFailure("Internal inconsistency: terminal states were handled above")
+    }
+  }
+
+  /// `resume()`: withdraws every pause request. A held waiting operation becomes ready (when
+  /// its dependencies have ended); a paused one competes for a slot (state `.ready`); an
+  /// executing one that had not reached a checkpoint yet goes on as if never asked.
+  mutating func resume(_ index: Int, now: () -> ContinuousClock.Instant, _ effects: inout Effects) {
+    resume(index, &effects)
+    settle(now: now, &effects)
+  }
+
+  mutating func resume(_ index: Int, _ effects: inout Effects) {
+    guard !operations[index].state.isTerminal else { return }
+    if operations[index].leader >= 0 { return resume(operations[index].leader, &effects) }
+    let wasHeld = operations[index].pauseHeld
+    operations[index].pauseHeld = false
+    if operations[index].excessPaused, operations[index].state == .executing {
+      queues[operations[index].queue].hasExcessRequests = true  // recounted when settled
+    }
+    operations[index].excessPaused = false
+    switch operations[index].state {
+    case .pending:
+      if wasHeld, operations[index].queue >= 0, operations[index].unfinishedDependencies == 0 {
+        makeReady(index, &effects)
+      }
+    case .executing:
+      operations[index].worker?.setPauseRequested(false)
+    case .paused where operations[index].worker != nil && !operations[index].cancelRequested:
+      if operations[index].readyStamp == nil { insertPausedIntoReady(index) }
+      transition(index, to: .ready, &effects)
+      touch(operations[index].queue)
+    case .ready, .paused, .finished, .failed, .cancelled:
+      break
+    }
+  }
+
+  /// A task of `index`'s body reached a checkpoint (the slow path: a pause was requested, or the
+  /// operation is paused already); `resume` is called when the task may go on, if the
+  /// decision is ``CheckpointDecision/suspended``. `id` is the operation the task belongs to: a
+  /// task that outlived its operation proceeds.
+  mutating func checkpoint(
+    _ index: Int, id: OperationID, token: UInt64, resume: @escaping @Sendable (_ cancelled: Bool) -> Void,
+    now: () -> ContinuousClock.Instant, _ effects: inout Effects
+  ) -> CheckpointDecision {
+    guard operations[index].isLive, operations[index].id == id, !operations[index].state.isTerminal,
+      operations[index].worker != nil
+    else { return .proceed }
+    if operations[index].cancelRequested { return .cancelled }
+    switch operations[index].state {
+    case .executing where operations[index].pauseHeld || operations[index].excessPaused:
+      let queue = operations[index].queue
+      // The worker's flag stays set while paused: other tasks of the body that reach a
+      // checkpoint wait too.
+      queues[queue].machine.operationPaused()
+      transition(index, to: .paused, &effects)
+      if !operations[index].pauseHeld { insertPausedIntoReady(index) }
+      operations[index].excessPaused = false
+      operations[index].pauseWaiters.append(PauseWaiter(token: token, resume: resume))
+      touch(queue)
+      settle(now: now, &effects)
+      return .suspended
+    case .paused, .ready:
+      operations[index].pauseWaiters.append(PauseWaiter(token: token, resume: resume))
+      return .suspended
+    case .executing, .pending, .finished, .failed, .cancelled:
+      return .proceed
+    }
+  }
+
+  /// The task of a waiter at a checkpoint was cancelled (not the operation): it stops waiting and
+  /// throws `CancellationError`. The operation stays paused.
+  mutating func checkpointCancelled(_ index: Int, id: OperationID, token: UInt64, _ effects: inout Effects) {
+    guard operations[index].isLive, operations[index].id == id,
+      let position = operations[index].pauseWaiters.firstIndex(where: { $0.token == token })
+    else { return }
+    let waiter = operations[index].pauseWaiters.remove(at: position)
+    effects.resumeCheckpoint(waiter.resume, cancelled: true)
+  }
+
+  /// A paused body was given a slot (``SchedulerStateMachine/claimWithoutWorker()``, or claimed
+  /// by a worker): it continues on the task it paused in.
+  mutating func grantSlot(toPaused index: Int, _ effects: inout Effects) {
+    operations[index].readyStamp = nil
+    nextStart += 1
+    operations[index].startOrder = nextStart
+    operations[index].worker?.setPauseRequested(false)
+    transition(index, to: .executing, &effects)
+    for waiter in operations[index].pauseWaiters {
+      effects.resumeCheckpoint(waiter.resume, cancelled: false)
+    }
+    operations[index].pauseWaiters = []
+  }
+
+  /// The paused body of `index` was cancelled: its tasks at a checkpoint throw
+  /// `CancellationError` at once; it runs to its end holding no slot, and stays `.paused` until
+  /// then.
+  mutating func cancelPaused(_ index: Int, _ effects: inout Effects) {
+    withdrawFromReady(index)
+    if operations[index].state == .ready { transition(index, to: .paused, &effects) }
+    releasePauseWaiters(of: index, &effects)
+  }
+
+  /// Resumes every task of `index` suspended at a checkpoint, throwing `CancellationError`.
+  mutating func releasePauseWaiters(of index: Int, _ effects: inout Effects) {
+    guard !operations[index].pauseWaiters.isEmpty else { return }
+    for waiter in operations[index].pauseWaiters {
+      effects.resumeCheckpoint(waiter.resume, cancelled: true)
+    }
+    operations[index].pauseWaiters = []
+  }
+
+  /// Puts a paused body into its queue's ready set, with its original submission order.
+  private mutating func insertPausedIntoReady(_ index: Int) {
+    let queue = operations[index].queue
+    operations[index].readyStamp = queues[queue].machine.insertReady(
+      index, order: operations[index].order, priority: operations[index].priority)
+  }
+
+  // MARK: A whole queue
+
+  /// Pauses every unfinished operation of `queue` (as `pause()` on each; running external work
+  /// is left running). Operations added later are not paused. O(n).
+  mutating func pauseAll(in queue: Int, now: () -> ContinuousClock.Instant, _ effects: inout Effects) {
+    for index in unfinishedIndices(of: queue) { pause(index, &effects) }
+    settle(now: now, &effects)
+  }
+
+  /// Resumes every unfinished operation of `queue`, whichever way it was paused. O(n).
+  mutating func resumeAll(in queue: Int, now: () -> ContinuousClock.Instant, _ effects: inout Effects) {
+    for index in unfinishedIndices(of: queue) { resume(index, &effects) }
+    touch(queue)
+    settle(now: now, &effects)
+  }
+
+  // MARK: Excess pausing
+
+  /// Sets the limit and asks the executing operations beyond it to pause at their next
+  /// checkpoint: the lowest priority first, and among equal priorities the most recently
+  /// started first. Operations that cannot pause (external work) and those already asked to are
+  /// not asked; a request is withdrawn when enough others free their slots first. O(n log n).
+  mutating func setLimitPausingExcess(
+    _ limit: Int, of queue: Int, now: () -> ContinuousClock.Instant, _ effects: inout Effects
+  ) {
+    setLimit(limit, of: queue, now: now, &effects)
+    var candidates: [Int] = []
+    var excess = queues[queue].machine.executing - limit
+    for index in unfinishedIndices(of: queue) where operations[index].state == .executing {
+      guard operations[index].worker != nil else { continue }
+      if operations[index].pauseHeld || operations[index].excessPaused {
+        excess -= 1
+      } else {
+        candidates.append(index)
+      }
+    }
+    guard excess > 0 else { return }
+    candidates.sort { left, right in
+      let (a, b) = (operations[left], operations[right])
+      return a.priority != b.priority ? a.priority < b.priority : a.startOrder > b.startOrder
+    }
+    for index in candidates.prefix(excess) {
+      operations[index].excessPaused = true
+      operations[index].worker?.setPauseRequested(true)
+    }
+    queues[queue].hasExcessRequests = true
+  }
+
+  /// Withdraws the excess-pause requests that freed slots made unnecessary: those that would
+  /// have been chosen last (the highest priority, the earliest started) first. Called when the
+  /// queue's starts are decided while it has requests outstanding. O(n log n).
+  mutating func withdrawUnneededExcessRequests(in queue: Int) {
+    var requested: [Int] = []
+    var needed = queues[queue].machine.executing - queues[queue].machine.limit
+    for index in unfinishedIndices(of: queue) where operations[index].state == .executing {
+      guard operations[index].worker != nil else { continue }
+      if operations[index].pauseHeld {
+        needed -= 1
+      } else if operations[index].excessPaused {
+        requested.append(index)
+      }
+    }
+    if requested.isEmpty {
+      queues[queue].hasExcessRequests = false
+      return
+    }
+    let surplus = requested.count - max(needed, 0)
+    guard surplus > 0 else { return }
+    requested.sort { left, right in
+      let (a, b) = (operations[left], operations[right])
+      return a.priority != b.priority ? a.priority > b.priority : a.startOrder < b.startOrder
+    }
+    for index in requested.prefix(surplus) {
+      operations[index].excessPaused = false
+      operations[index].worker?.setPauseRequested(false)
+    }
+    if surplus == requested.count { queues[queue].hasExcessRequests = false }
+  }
+}

@@ -164,7 +164,9 @@ import Testing
   }
 }
 
-@Suite struct MainQueueTests {
+/// `ActorQueue.main` is one queue for the whole process: these tests take turns with it (one
+/// pauses all of its operations).
+@Suite(.serialized, .timeLimit(.minutes(1))) struct MainQueueTests {
   @MainActor final class Label {
     var text = ""
   }
@@ -208,5 +210,56 @@ import Testing
     #expect(try await update.value == "Hello")
     #expect(label.text == "Hello")
     #expect(saved.snapshot == [Model(title: "Hello")])
+  }
+
+  @Test @MainActor func mainQueueOffersTheQueueMembers() async throws {
+    let main = ActorQueue.main
+    let label = Label()
+    let prepared = QueueOperation<Int> { @MainActor in
+      label.text += "a"
+      return 1
+    }
+    try await main.addOperations([prepared], waitUntilFinished: true)
+    let barrier = main.addBarrierBlock {
+      MainActor.preconditionIsolated("a main-queue barrier runs on the main actor")
+      label.text += "b"
+    }
+    let blocks = main.addOperation(blocks: [
+      { @MainActor in
+        label.text += "c"
+        return 1
+      },
+      { @MainActor in
+        label.text += "d"
+        return 2
+      },
+    ])
+    #expect(try await blocks.value == [1, 2])
+    try await barrier.value
+    #expect(label.text == "abcd")
+    let first = main.addOperation(coalescingBy: "ui") { @MainActor in label.text }
+    let second = main.addOperation(coalescingBy: "ui") { @MainActor in "again" }
+    #expect(try await first.value == "abcd")
+    #expect(try await second.value == "abcd")
+  }
+
+  @Test @MainActor func mainQueueOperationsPauseAndResume() async throws {
+    let main = ActorQueue.main
+    main.isSuspended = true
+    let held = main.addOperation { @MainActor in 5 }
+    main.pauseAllOperations()
+    main.isSuspended = false
+    #expect(held.state == .pending && held.isPaused)
+    let events = main.events(bufferingPolicy: .bufferingNewest(16))
+    main.resumeAllOperations()
+    #expect(try await held.value == 5)
+    var states: [OperationState] = []
+    for await event in events {
+      if case .operation(let id, _, let state) = event.kind, id == held.id {
+        states.append(state)
+        if state.isTerminal { break }
+      }
+    }
+    #expect(states == [.ready, .executing, .finished])
   }
 }

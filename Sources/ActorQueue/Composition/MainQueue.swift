@@ -10,7 +10,10 @@
 /// without `await` (`{ @MainActor in … }` works too). It is a serial ``ActorQueue`` underneath
 /// (``queue``): its operations take part in dependencies, priorities, suspension, cancellation
 /// and events like any other. Unlike `OperationQueue.main`, it may be suspended, and its limit
-/// stays 1.
+/// stays 1 (so it has no ``ActorQueue/setMaxConcurrentOperationCount(_:pausingExcess:)``: there
+/// is never an excess to pause). Its operations pause and resume like any other
+/// (``AnyQueueOperation/pause()``, ``pauseAllOperations()``); a body on the main actor pauses at
+/// ``ActorQueue/checkpoint()``.
 public struct MainQueue: Sendable {
   /// The serial queue underneath, for everything but adding main-actor bodies.
   public let queue: ActorQueue
@@ -69,6 +72,64 @@ public struct MainQueue: Sendable {
 
   /// See ``ActorQueue/waitUntilAllOperationsAreFinished()``.
   public func waitUntilAllOperationsAreFinished() async { await queue.waitUntilAllOperationsAreFinished() }
+
+  /// Adds prepared operations, all or none; see ``ActorQueue/addOperations(_:)``. Their bodies
+  /// run where their closures are isolated.
+  public func addOperations(_ operations: [AnyQueueOperation]) throws {
+    try queue.addOperations(operations)
+  }
+
+  /// Adds prepared operations and waits for them if asked; see
+  /// ``ActorQueue/addOperations(_:waitUntilFinished:)``.
+  public func addOperations(_ operations: [AnyQueueOperation], waitUntilFinished: Bool) async throws {
+    try await queue.addOperations(operations, waitUntilFinished: waitUntilFinished)
+  }
+
+  /// Adds a barrier whose `body` runs on the main actor; see
+  /// ``ActorQueue/addBarrierBlock(name:_:)``.
+  @discardableResult
+  public func addBarrierBlock(
+    name: String? = nil, _ body: @escaping @MainActor @Sendable () async throws -> Void
+  ) -> QueueOperation<Void> {
+    queue.addBarrierBlock(name: name) { try await body() }
+  }
+
+  /// Adds one operation whose blocks run on the main actor, one after another (the main actor
+  /// runs one at a time); its value is their values, in order. See
+  /// ``ActorQueue/addOperation(name:priority:blocks:)``, whose blocks run concurrently.
+  @discardableResult
+  public func addOperation<Value: Sendable>(
+    name: String? = nil, priority: OperationPriority = .normal,
+    blocks: [@MainActor @Sendable () async throws -> Value]
+  ) -> QueueOperation<[Value]> {
+    queue.addOperation(name: name, priority: priority) { @MainActor in
+      var values: [Value] = []
+      values.reserveCapacity(blocks.count)
+      for block in blocks { values.append(try await block()) }
+      return values
+    }
+  }
+
+  /// See ``ActorQueue/events(bufferingPolicy:)``.
+  public func events(bufferingPolicy: QueueEvent.BufferingPolicy) -> AsyncStream<QueueEvent> {
+    queue.events(bufferingPolicy: bufferingPolicy)
+  }
+
+  /// See ``ActorQueue/pauseAllOperations()``.
+  public func pauseAllOperations() { queue.pauseAllOperations() }
+
+  /// See ``ActorQueue/resumeAllOperations()``.
+  public func resumeAllOperations() { queue.resumeAllOperations() }
+
+  /// Adds coalesced work whose `body` runs on the main actor; see
+  /// ``ActorQueue/addOperation(name:priority:coalescingBy:_:)``.
+  @discardableResult
+  public func addOperation<Success: Sendable>(
+    name: String? = nil, priority: OperationPriority = .normal, coalescingBy key: some Hashable & Sendable,
+    _ body: @escaping @MainActor @Sendable () async throws -> Success
+  ) -> QueueOperation<Success> {
+    queue.addOperation(name: name, priority: priority, coalescingBy: key) { try await body() }
+  }
 }
 
 extension ActorQueue {

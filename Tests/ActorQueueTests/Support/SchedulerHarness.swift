@@ -150,6 +150,37 @@ struct SchedulerHarness {
     }
   }
 
+  /// `addOperation(coalescingBy: key)` by a caller whose handle the harness keeps as `name`;
+  /// new shared work is kept as `"work:" + key`. Compares keys outside the event, as the public
+  /// call does.
+  mutating func addCoalesced(
+    _ name: String, key: String, priority: OperationPriority = .normal, to queue: Int
+  ) {
+    let key = CoalescingKey(key)
+    let hash = key.hashValue
+    let bucket = scheduler.coalescingBucket(hash, in: queue)
+    let match = bucket.entries.first { $0.key == key }
+    let made = Mutex<[AnyQueueOperation]>([])
+    let workName = "work:\(key.base)"
+    let outcome = event { scheduler, now, effects in
+      scheduler.submitCoalesced(
+        key: key, hash: hash, version: bucket.version, match: match, resultType: String.self, name: workName,
+        priority: priority, work: .body { workName }, to: queue,
+        makeHandle: { id, index in
+          let handle = QueueOperation<String>(id: id, name: workName, recordIndex: index, isInEngine: false)
+          made.withLock { $0.append(handle) }
+          return handle
+        }, now: now, &effects)
+    }
+    guard case .handle(let handle) = outcome else {
+      Issue.record("coalesced add of \(name) did not return a handle: \(outcome)")
+      return
+    }
+    let handles = made.withLock { $0 }
+    if handles.count == 2 { self.handles[workName] = handles[0] }
+    self.handles[name] = handle
+  }
+
   /// Whether the worker running `name` has its pause flag set (what a checkpoint reads first).
   func pauseFlag(_ name: String) -> Bool {
     scheduler.operations[index(name)].worker?.isPauseRequested ?? false

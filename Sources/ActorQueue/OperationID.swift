@@ -13,6 +13,11 @@ public struct OperationID: Hashable, Sendable, Comparable, CustomStringConvertib
     rawValue = Self.counter.add(1, ordering: .relaxed).newValue
   }
 
+  /// The identifier with this raw value (one handed out before).
+  init(rawValue: UInt64) {
+    self.rawValue = rawValue
+  }
+
   /// Orders identifiers by creation.
   public static func < (lhs: OperationID, rhs: OperationID) -> Bool {
     lhs.rawValue < rhs.rawValue

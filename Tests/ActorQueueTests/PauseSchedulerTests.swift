@@ -36,6 +36,7 @@ struct PauseSchedulerTests {
     h.end("a")
     #expect(h.state("a") == .finished)
     #expect(h.scheduler.queues[q].machine.executing == 0)
+    #expect(h.scheduler.queues[q].pausedInReady == 0)
   }
 
   @Test("Pausing a waiting op holds it, even once its dependency ended; resume makes it ready")
@@ -186,6 +187,9 @@ struct PauseSchedulerTests {
       h.checkpointLog.take() == ["early resumed"], "then original submission order, not the order of resume()"
     )
     #expect(h.state("late") == .ready)
+    #expect(h.scheduler.queues[q].pausedInReady == 1)
+    h.cancel("late")
+    #expect(h.scheduler.queues[q].pausedInReady == 0)
   }
 
   @Test(
@@ -244,6 +248,7 @@ struct PauseSchedulerTests {
     h.end("b")
     h.end("waiting")
     #expect(h.scheduler.queues[q].machine.executing == 0)
+    #expect(h.scheduler.queues[q].pausedInReady == 0)
   }
 
   @Test(

@@ -52,11 +52,14 @@ extension ActorQueue {
   /// - Otherwise it returns at once. Cost when there is nothing to do: a task-local read and an
   ///   atomic load (measured by the bench, `checkpoint`).
   ///
-  /// Outside an operation's body (or its child tasks) it only checks the task's cancellation.
-  /// Foundation's `Operation` has no equivalent: it can only check `isCancelled`.
+  /// Only the body's own task pauses its operation: called from a child task (of a `TaskGroup`
+  /// in the body, say) or from an unstructured task the body created, or outside any
+  /// operation, it only checks the task's cancellation — such a task may run beside the body, or
+  /// outlive it, so it cannot give the operation's slot back. Foundation's `Operation` has no
+  /// equivalent: it can only check `isCancelled`.
   public nonisolated static func checkpoint() async throws {
     try Task.checkCancellation()
-    guard let context = Engine.checkpointContext, context.worker.isPauseRequested else { return }
+    guard let context = Engine.checkpointContext() else { return }
     try await Engine.pauseAtCheckpoint(context)
   }
 
@@ -81,7 +84,7 @@ extension ActorQueue {
     onResume: () async throws -> Void
   ) async throws {
     try Task.checkCancellation()
-    guard let context = Engine.checkpointContext, Engine.isPauseRequested(context) else { return }
+    guard let context = Engine.checkpointContext(), Engine.isPauseRequested(context) else { return }
     try await onPause()
     try await Engine.pauseAtCheckpoint(context)
     try await onResume()
@@ -91,7 +94,7 @@ extension ActorQueue {
   /// that prepare before they call ``checkpoint()``; `false` outside an operation's body.
   /// Cost: an atomic load, and the scheduler's lock when a pause is asked for.
   public nonisolated static var isPauseRequested: Bool {
-    guard let context = Engine.checkpointContext else { return false }
+    guard let context = Engine.checkpointContext() else { return false }
     return Engine.isPauseRequested(context)
   }
 

@@ -108,6 +108,39 @@ final class Worker: Sendable {
     pauseRequested.store(requested, ordering: .relaxed)
   }
 
+  /// The worker's task, as `UnsafeCurrentTask.hashValue`: a checkpoint pauses an operation only
+  /// from the task that runs its body.
+  private let task = Atomic<Int>(0)
+  /// The record and identifier of the operation whose body the task runs; -1 and 0 between
+  /// operations. Written and read by the worker's own task only (its body's checkpoints).
+  private let runningIndex = Atomic<Int>(-1)
+  private let runningID = Atomic<UInt64>(0)
+
+  /// Records the calling task as this worker's (once, when it starts).
+  func bindToCurrentTask() {
+    task.store(withUnsafeCurrentTask { $0?.hashValue ?? 0 }, ordering: .relaxed)
+  }
+
+  /// The task starts running the body of `index`.
+  func enter(_ index: Int, id: OperationID) {
+    runningIndex.store(index, ordering: .relaxed)
+    runningID.store(id.rawValue, ordering: .relaxed)
+  }
+
+  /// The body ended.
+  func leave() {
+    runningIndex.store(-1, ordering: .relaxed)
+  }
+
+  /// The operation whose body the calling task runs, if the calling task is this worker's.
+  func contextIfCurrentTask() -> CheckpointContext? {
+    let index = runningIndex.load(ordering: .relaxed)
+    guard index >= 0, withUnsafeCurrentTask(body: { $0?.hashValue ?? 0 }) == task.load(ordering: .relaxed)
+    else { return nil }
+    return CheckpointContext(
+      worker: self, index: index, id: OperationID(rawValue: runningID.load(ordering: .relaxed)))
+  }
+
   /// Gives the worker its first step (before its task exists).
   func setFirst(_ step: WorkerAction) {
     handle.withLock { $0.first = step }
@@ -157,7 +190,10 @@ extension Engine {
     let queue = spawn.queue
     if let first = spawn.first { worker.setFirst(first) }
     let task = Task.detached(priority: spawn.taskPriority) {
-      await runWorker(worker, queue: queue, first: worker.takeFirst())
+      await $currentWorker.withValue(worker) {
+        worker.bindToCurrentTask()
+        await runWorker(worker, queue: queue, first: worker.takeFirst())
+      }
     }
     worker.attach(task)
   }
@@ -172,8 +208,9 @@ extension Engine {
       case .run(let operation, let id, let body):
         // The body (and what it captures) is released before the end is reported, so whoever
         // sees the operation ended also sees its body gone.
-        let context = CheckpointContext(worker: worker, index: operation, id: id)
-        let outcome = await execute(consume body, in: context)
+        worker.enter(operation, id: id)
+        let outcome = await execute(consume body)
+        worker.leave()
         streak &+= 1
         // Every 4,096 operations in a row, give the thread away once: a queue of short
         // operations must not monopolise a thread of the cooperative pool.
@@ -204,15 +241,11 @@ extension Engine {
     }
   }
 
-  /// Runs `body` with `context` bound for its checkpoints, and releases it before returning its
-  /// outcome.
-  private static func execute(
-    _ body: consuming @escaping OperationBody, in context: CheckpointContext
-  ) async -> OutcomeBox {
+  /// Runs `body` and releases it before returning its outcome.
+  private static func execute(_ body: consuming @escaping OperationBody) async -> OutcomeBox {
     var body: OperationBody? = consume body
     do {
-      let value = try await $checkpointContext.withValue(context) { try await body.take()!() }
-      return OutcomeBox(.success(value))
+      return OutcomeBox(.success(try await body.take()!()))
     } catch {
       return OutcomeBox(.failure(error))
     }
@@ -220,9 +253,19 @@ extension Engine {
 
   // MARK: Checkpoints
 
-  /// The operation whose body the current task runs, for ``ActorQueue/checkpoint()``; inherited
-  /// by the body's child tasks.
-  @TaskLocal static var checkpointContext: CheckpointContext?
+  /// The worker whose task runs the current code, for ``ActorQueue/checkpoint()``: bound once
+  /// per worker task (not once per operation: that would cost every operation a task-local
+  /// push), and inherited by the tasks its bodies create.
+  @TaskLocal static var currentWorker: Worker?
+
+  /// The operation whose body the calling task runs, if a checkpoint there must take the slow
+  /// path (a pause is asked for, or it is paused). Only the body's own task (the worker's)
+  /// qualifies: a child task or an unstructured task that a body created inherits the worker
+  /// but not the right to pause its operation (it may outlive it).
+  static func checkpointContext() -> CheckpointContext? {
+    guard let worker = currentWorker, worker.isPauseRequested else { return nil }
+    return worker.contextIfCurrentTask()
+  }
 
   /// Tells apart the tasks suspended at checkpoints.
   private static let pauseTokens = Atomic<UInt64>(0)

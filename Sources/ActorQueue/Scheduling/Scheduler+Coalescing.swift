@@ -63,6 +63,7 @@ extension Scheduler {
     operations[follower].wasEnqueued = true
     operations[follower].state = operations[leader].state
     operations[leader].followers.append(DependentEntry(index: follower, id: id, requiresSuccess: false))
+    operations[leader].followerHandles.append(handle)
     raiseLeaderPriority(leader)
     settle(now: now, &effects)
     return .handle(handle)
@@ -106,6 +107,9 @@ extension Scheduler {
     let leader = operations[index].leader
     operations[index].cancelRequested = true
     terminate(index, as: .cancelled, error: cancellationError, &effects)
+    if let position = operations[leader].followerHandles.firstIndex(where: { $0.recordIndex == index }) {
+      effects.garbage.keep(handle: operations[leader].followerHandles.remove(at: position))
+    }
     if operations[leader].followers.contains(where: isUnfinished) {
       raiseLeaderPriority(leader)
     } else {
@@ -126,10 +130,14 @@ extension Scheduler {
   /// The shared work `leader` ended: every caller's handle still waiting ends with its outcome
   /// (appended to the work list of ``terminate(_:as:error:_:)``).
   mutating func endFollowers(
-    of leader: Int, as terminal: OperationState, into work: inout [(Int, OperationState, (any Error)?)]
+    of leader: Int, as terminal: OperationState, into work: inout [(Int, OperationState, (any Error)?)],
+    _ effects: inout Effects
   ) {
     let followers = operations[leader].followers
     operations[leader].followers = []
+    // Released after unlocking, once every handle has ended (below, through the work list).
+    for handle in operations[leader].followerHandles { effects.garbage.keep(handle: handle) }
+    operations[leader].followerHandles = []
     for entry in followers where isUnfinished(entry) {
       operations[entry.index].outcome = operations[leader].outcome
       operations[entry.index].thrownError = operations[leader].thrownError

@@ -20,6 +20,7 @@ extension Scheduler {
     // Every ready operation is about to end: withdrawing them all at once keeps cancelling n
     // waiting operations O(n).
     queues[queue].machine.withdrawAll()
+    queues[queue].pausedInReady = 0
     for index in indices { operations[index].readyStamp = nil }
     for index in indices { cancel(index, &effects) }
     settle(now: now, &effects)
@@ -182,7 +183,7 @@ extension Scheduler {
     }
 
     if !operations[index].followers.isEmpty {
-      endFollowers(of: index, as: terminal, into: &work)
+      endFollowers(of: index, as: terminal, into: &work, &effects)
     }
 
     // Dependents: each counts this dependency as ended.

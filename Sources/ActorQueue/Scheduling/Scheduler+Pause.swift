@@ -58,6 +58,7 @@ extension Scheduler {
     if operations[index].leader >= 0 { return pause(operations[index].leader, &effects) }
     if operations[index].runsExternally { return }
     operations[index].pauseHeld = true
+    if operations[index].queue >= 0 { touch(operations[index].queue) }  // recounts excess requests
     switch operations[index].state {
     case .pending:
       break
@@ -86,6 +87,7 @@ extension Scheduler {
     if operations[index].leader >= 0 { return resume(operations[index].leader, &effects) }
     let wasHeld = operations[index].pauseHeld
     operations[index].pauseHeld = false
+    if operations[index].queue >= 0 { touch(operations[index].queue) }  // recounts excess requests
     if operations[index].excessPaused, operations[index].state == .executing {
       queues[operations[index].queue].hasExcessRequests = true  // recounted when settled
     }
@@ -153,6 +155,7 @@ extension Scheduler {
   /// by a worker): it continues on the task it paused in.
   mutating func grantSlot(toPaused index: Int, _ effects: inout Effects) {
     operations[index].readyStamp = nil
+    queues[operations[index].queue].pausedInReady -= 1
     nextStart += 1
     operations[index].startOrder = nextStart
     operations[index].worker?.setPauseRequested(false)
@@ -186,6 +189,7 @@ extension Scheduler {
     let queue = operations[index].queue
     operations[index].readyStamp = queues[queue].machine.insertReady(
       index, order: operations[index].order, priority: operations[index].priority)
+    queues[queue].pausedInReady += 1
   }
 
   // MARK: A whole queue

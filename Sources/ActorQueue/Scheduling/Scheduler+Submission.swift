@@ -105,7 +105,9 @@ extension Scheduler {
   /// Takes `index` out of its queue's ready set, if it is there.
   mutating func withdrawFromReady(_ index: Int) {
     guard let stamp = operations[index].readyStamp else { return }
-    queues[operations[index].queue].machine.withdraw(stamp: stamp, priority: operations[index].priority)
+    let queue = operations[index].queue
+    queues[queue].machine.withdraw(stamp: stamp, priority: operations[index].priority)
     operations[index].readyStamp = nil
+    if operations[index].worker != nil { queues[queue].pausedInReady -= 1 }
   }
 }

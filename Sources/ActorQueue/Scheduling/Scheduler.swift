@@ -236,6 +236,10 @@ struct OperationRecord: Sendable {
   var leader = -1
   /// Shared work: the callers' handles that joined it (some may have ended, cancelled).
   var followers: [DependentEntry] = []
+  /// Shared work: the handles of the callers still waiting for it, kept alive (as a queue keeps
+  /// its operations) so that a handle its caller dropped still ends, runs its completion
+  /// handlers and ends its event streams; let go of once each has ended.
+  var followerHandles: [AnyQueueOperation] = []
   /// Shared work: its key in its queue, and the result type every caller must expect.
   var coalescing: (hash: Int, resultType: ObjectIdentifier)?
   /// Shared work: the result type, for the message when a caller expects another.
@@ -335,6 +339,9 @@ struct QueueRecord: Sendable {
   /// paused, and has not reached a checkpoint yet: each slot freed meanwhile withdraws a request
   /// that is no longer needed.
   var hasExcessRequests = false
+  /// Paused bodies in the ready set (resumed, or paused for the excess): only then does
+  /// deciding starts look for one at the head to give a slot to without a worker.
+  var pausedInReady = 0
   /// Coalesced work waiting or executing, by the hash of its key (see ``CoalescingBucket``).
   var coalesced: [Int: CoalescingBucket] = [:]
 
@@ -503,8 +510,12 @@ struct Scheduler: Sendable {
   mutating func releaseQueue(_ queue: Int, now: () -> ContinuousClock.Instant, _ effects: inout Effects) {
     queues[queue].isReleased = true
     if queues[queue].machine.isSuspended {
+      // Nobody can resume the queue: what waits for a start or for a slot again (a body paused
+      // at a checkpoint) would wait forever.
       for index in unfinishedIndices(of: queue)
-      where operations[index].state == .pending || operations[index].state == .ready {
+      where operations[index].state == .pending || operations[index].state == .ready
+        || operations[index].isPausedInBody
+      {
         cancel(index, &effects)
       }
     }
@@ -703,8 +714,8 @@ struct Scheduler: Sendable {
       queues[queue].isTouched = false
       if queues[queue].hasExcessRequests { withdrawUnneededExcessRequests(in: queue) }
       // A paused body given a slot continues on the task it paused in: no worker needed.
-      while queues[queue].machine.canStartNow, let head = queues[queue].machine.peekReady(),
-        operations[head].isPausedInBody
+      while queues[queue].pausedInReady > 0, queues[queue].machine.canStartNow,
+        let head = queues[queue].machine.peekReady(), operations[head].isPausedInBody
       {
         _ = queues[queue].machine.claimWithoutWorker()
         grantSlot(toPaused: head, &effects)

@@ -4,10 +4,12 @@ import Testing
 
 @testable import ActorQueue
 
-/// Defects in pause and coalescing (issue 12), each a minimal deterministic reproduction that
-/// asserts the documented behaviour. Disabled until the library is fixed: remove the trait then.
-@Suite("Reliability: pause and coalescing defects", .timeLimit(.minutes(1)))
-struct PauseCoalescingDefectTests {
+/// Defects found in pause and coalescing (issue 12) by reading and probing the first version,
+/// each a minimal deterministic reproduction that failed then: a dropped coalesced handle lost
+/// its completion handlers and event streams and counted as cancelled; a released suspended
+/// queue left bodies paused at a checkpoint waiting forever.
+@Suite("Reliability: pause and coalescing regressions", .timeLimit(.minutes(1)))
+struct PauseCoalescingRegressionTests {
   /// Suspends until `operation` is in `state` (at once if it is now).
   private func reach(_ operation: AnyQueueOperation, _ state: OperationState) async {
     for await current in operation.events where current == state { return }
@@ -16,10 +18,7 @@ struct PauseCoalescingDefectTests {
   // MARK: A dropped coalesced handle
 
   @Test(
-    "A coalesced handle dropped before the work ends still runs its completion handler, once",
-    .disabled(
-      "defect: a follower's record is freed with its handle (nothing else holds it), and its handlers with it"
-    ))
+    "A coalesced handle dropped before the work ends still runs its completion handler, once")
   func droppedFollowerRunsItsHandler() async throws {
     let queue = ActorQueue(maxConcurrentOperationCount: 1)
     let release = Gate()
@@ -39,8 +38,7 @@ struct PauseCoalescingDefectTests {
   }
 
   @Test(
-    "Dropping a coalesced handle is not cancelling it: the others cancelling does not cancel the shared work",
-    .disabled("defect: a freed follower counts as ended, so the last other caller's cancel cancels the work"))
+    "Dropping a coalesced handle is not cancelling it: the others cancelling does not cancel the shared work")
   func droppedFollowerIsNotCancelled() async throws {
     let queue = ActorQueue(maxConcurrentOperationCount: 1)
     queue.isSuspended = true
@@ -59,9 +57,7 @@ struct PauseCoalescingDefectTests {
   }
 
   @Test(
-    "The events of a coalesced handle dropped before the work ends report its end and finish",
-    .disabled(
-      "defect: a follower's subscribers are dropped unfinished with its record: its stream never ends"))
+    "The events of a coalesced handle dropped before the work ends report its end and finish")
   func droppedFollowerEventsEnd() async throws {
     let queue = ActorQueue(maxConcurrentOperationCount: 1)
     queue.isSuspended = true
@@ -84,12 +80,7 @@ struct PauseCoalescingDefectTests {
   // MARK: Paused bodies in a released suspended queue
 
   @Test(
-    "Releasing a suspended queue cancels its paused bodies, as it cancels its waiting ops (value)",
-    .disabled(
-      """
-      defect: releaseQueue cancels only .pending/.ready ops: a body paused for the excess or by pause() \
-      waits forever for a slot in a queue nobody can resume
-      """))
+    "Releasing a suspended queue cancels its paused bodies, as it cancels its waiting ops (value)")
   func releasedSuspendedQueueCancelsPausedBodiesOnTheValue() {
     var h = SchedulerHarness()
     let q = h.makeQueue(limit: 3)
@@ -112,8 +103,7 @@ struct PauseCoalescingDefectTests {
   }
 
   @Test(
-    "Resuming a paused op after its suspended queue was released does not leave it waiting forever (value)",
-    .disabled("defect: resume() makes it .ready in a queue that can never give it a slot; nothing cancels it")
+    "Resuming a paused op after its suspended queue was released does not leave it waiting forever (value)"
   )
   func resumeAfterReleaseOnTheValue() {
     var h = SchedulerHarness()
@@ -131,8 +121,7 @@ struct PauseCoalescingDefectTests {
   }
 
   @Test(
-    "On real queues: a body paused for the excess in a released suspended queue ends, and is freed",
-    .disabled("defect: it stays .paused forever; its task, body and captures are never released"))
+    "On real queues: a body paused for the excess in a released suspended queue ends, and is freed")
   func releasedSuspendedQueueEndsExcessPausedBody() async {
     let hold = Gate()
     let proceed = Gate()

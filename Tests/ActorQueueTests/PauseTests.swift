@@ -225,6 +225,42 @@ struct PauseTests {
   }
 
   @Test(
+    "Only the body's own task pauses its op: a checkpoint in a child task or an unstructured task only checks cancellation"
+  )
+  func onlyTheBodysTaskPauses() async throws {
+    let queue = ActorQueue(maxConcurrentOperationCount: 1)
+    let started = Gate()
+    let proceed = Gate()
+    let log = Recorder<String>()
+    let operation = queue.addOperation { () -> Int in
+      started.open()
+      await proceed.wait()
+      await withThrowingTaskGroup(of: Void.self) { group in
+        group.addTask {
+          #expect(!ActorQueue.isPauseRequested, "a child task cannot pause the op")
+          try await ActorQueue.checkpoint()
+          log.append("child passed")
+        }
+        try? await group.waitForAll()
+      }
+      try await Task { try await ActorQueue.checkpoint() }.value
+      log.append("unstructured passed")
+      #expect(ActorQueue.isPauseRequested)
+      try await ActorQueue.checkpoint()
+      log.append("body resumed")
+      return 1
+    }
+    await started.wait()
+    operation.pause()
+    proceed.open()
+    await reach(operation, .paused)
+    #expect(log.snapshot == ["child passed", "unstructured passed"])
+    operation.resume()
+    #expect(try await operation.value == 1)
+    #expect(log.snapshot == ["child passed", "unstructured passed", "body resumed"])
+  }
+
+  @Test(
     "Pause all frees every slot at the checkpoints and holds the waiting ops; resume all brings them back")
   func pauseAllResumeAll() async throws {
     let queue = ActorQueue(maxConcurrentOperationCount: 2)

@@ -40,16 +40,19 @@ extension Scheduler {
     let leader: Int
     if let match {
       // The bucket is as the caller saw it, so the work is still waiting or executing.
-      guard operations[match.leader].coalescing?.resultType == ObjectIdentifier(resultType) else {
-        return .resultTypeMismatch(existing: operations[match.leader].coalescingResultType ?? Any.self)
+      guard operations[match.leader].extras?.coalescing?.resultType == ObjectIdentifier(resultType) else {
+        return .resultTypeMismatch(existing: operations[match.leader].extras?.coalescingResultType ?? Any.self)
       }
       leader = match.leader
     } else {
       let id = OperationID()
       let index = createOperation(id: id, name: name, priority: priority, work: work)
       let shared = makeHandle(id, index)
-      operations[index].coalescing = (hash, ObjectIdentifier(resultType))
-      operations[index].coalescingResultType = resultType
+      var extras = OperationExtras()
+      extras.coalescing = (hash, ObjectIdentifier(resultType))
+      extras.coalescingResultType = resultType
+      operations[index].extras = extras
+      operations[index].hasExtras = true
       queues[queue].coalesced[hash, default: CoalescingBucket()].entries.append(
         CoalescingBucket.Entry(key: key, leader: index, leaderID: id))
       queues[queue].coalesced[hash]!.version = nextCoalescingVersion()
@@ -59,11 +62,14 @@ extension Scheduler {
     let id = OperationID()
     let follower = createOperation(id: id, name: name, priority: priority, work: .follower)
     let handle = makeHandle(id, follower)
-    operations[follower].leader = leader
+    var extras = OperationExtras()
+    extras.leader = leader
+    operations[follower].extras = extras
+    operations[follower].hasExtras = true
     operations[follower].wasEnqueued = true
     operations[follower].state = operations[leader].state
-    operations[leader].followers.append(DependentEntry(index: follower, id: id, requiresSuccess: false))
-    operations[leader].followerHandles.append(handle)
+    operations[leader].extras!.followers.append(DependentEntry(index: follower, id: id, requiresSuccess: false))
+    operations[leader].extras!.followerHandles.append(handle)
     raiseLeaderPriority(leader)
     settle(now: now, &effects)
     return .handle(handle)
@@ -94,7 +100,7 @@ extension Scheduler {
   /// The shared work runs at the highest priority any caller still waiting for it asked for.
   mutating func raiseLeaderPriority(_ leader: Int) {
     var highest: OperationPriority?
-    for entry in operations[leader].followers where isUnfinished(entry) {
+    for entry in operations[leader].extras?.followers ?? [] where isUnfinished(entry) {
       let priority = operations[entry.index].priority
       if highest == nil || priority > highest! { highest = priority }
     }
@@ -107,10 +113,10 @@ extension Scheduler {
     let leader = operations[index].leader
     operations[index].cancelRequested = true
     terminate(index, as: .cancelled, error: cancellationError, &effects)
-    if let position = operations[leader].followerHandles.firstIndex(where: { $0.recordIndex == index }) {
-      effects.garbage.keep(handle: operations[leader].followerHandles.remove(at: position))
+    if let position = operations[leader].extras!.followerHandles.firstIndex(where: { $0.recordIndex == index }) {
+      effects.garbage.keep(handle: operations[leader].extras!.followerHandles.remove(at: position))
     }
-    if operations[leader].followers.contains(where: isUnfinished) {
+    if operations[leader].extras!.followers.contains(where: isUnfinished) {
       raiseLeaderPriority(leader)
     } else {
       cancel(leader, &effects)
@@ -119,7 +125,7 @@ extension Scheduler {
 
   /// The shared work `leader` moved to `state`: so do the handles of the callers that wait for it.
   mutating func mirrorToFollowers(_ leader: Int, _ state: OperationState, _ effects: inout Effects) {
-    for entry in operations[leader].followers where isUnfinished(entry) {
+    for entry in operations[leader].extras!.followers where isUnfinished(entry) {
       operations[entry.index].state = state
       if !operations[entry.index].subscribers.isEmpty {
         operations[entry.index].subscribers.removeAll { !$0.push(state, effects: &effects) }
@@ -133,11 +139,11 @@ extension Scheduler {
     of leader: Int, as terminal: OperationState, into work: inout [(Int, OperationState, (any Error)?)],
     _ effects: inout Effects
   ) {
-    let followers = operations[leader].followers
-    operations[leader].followers = []
+    let followers = operations[leader].extras!.followers
+    operations[leader].extras!.followers = []
     // Released after unlocking, once every handle has ended (below, through the work list).
-    for handle in operations[leader].followerHandles { effects.garbage.keep(handle: handle) }
-    operations[leader].followerHandles = []
+    for handle in operations[leader].extras!.followerHandles { effects.garbage.keep(handle: handle) }
+    operations[leader].extras!.followerHandles = []
     for entry in followers where isUnfinished(entry) {
       operations[entry.index].outcome = operations[leader].outcome
       operations[entry.index].thrownError = operations[leader].thrownError

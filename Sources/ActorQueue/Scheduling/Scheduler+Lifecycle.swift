@@ -28,12 +28,12 @@ extension Scheduler {
 
   mutating func cancel(_ index: Int, _ effects: inout Effects) {
     guard !operations[index].state.isTerminal, !operations[index].isDetached else { return }
-    if operations[index].leader >= 0 { return cancelFollower(index, &effects) }
+    if operations[index].hasExtras, operations[index].leader >= 0 { return cancelFollower(index, &effects) }
     operations[index].cancelRequested = true
     if let worker = operations[index].worker {
       // The body started: executing, or paused at a checkpoint (then it runs on to its end
       // holding no slot).
-      if operations[index].isPausedInBody { cancelPaused(index, &effects) }
+      if isPausedInBody(index) { cancelPaused(index, &effects) }
       guard !operations[index].taskCancelled else { return }
       operations[index].taskCancelled = true
       effects.cancel(worker)
@@ -58,7 +58,7 @@ extension Scheduler {
   /// accounting and the operation ends when it reports its end.
   mutating func cancelWaiting(_ index: Int, _ effects: inout Effects) {
     operations[index].cancelRequested = true
-    if operations[index].startsWhenCancelled, operations[index].queue >= 0 {
+    if startsWhenCancelled(index), operations[index].queue >= 0 {
       detach(index, &effects)
     } else {
       terminate(index, as: .cancelled, error: cancellationError, &effects)
@@ -119,7 +119,7 @@ extension Scheduler {
     endOne(index, as: terminal, error: error, into: &work, &effects)
     while let (dependent, terminal, error) = work.popLast() {
       guard !operations[dependent].state.isTerminal, !operations[dependent].isDetached else { continue }
-      if terminal == .cancelled, operations[dependent].startsWhenCancelled {
+      if terminal == .cancelled, startsWhenCancelled(dependent) {
         cancelWaiting(dependent, &effects)
         continue
       }
@@ -135,7 +135,7 @@ extension Scheduler {
     precondition(
       !operations[index].state.isTerminal, "Internal inconsistency: \(operations[index].id) ended twice")
     withdrawFromReady(index)
-    releasePauseWaiters(of: index, &effects)
+    if operations[index].hasExtras { releasePauseWaiters(of: index, &effects) }
     operations[index].pauseHeld = false
     operations[index].excessPaused = false
     if let error {
@@ -163,7 +163,7 @@ extension Scheduler {
           .operation(id: operations[index].id, name: operations[index].name, state: terminal), in: queue,
           &effects)
       }
-      if let coalescing = operations[index].coalescing {
+      if operations[index].hasExtras, let coalescing = operations[index].extras?.coalescing {
         releaseCoalescingKey(of: index, hash: coalescing.hash, in: queue, &effects)
       }
       leave(queue, index, &effects)
@@ -182,7 +182,7 @@ extension Scheduler {
       operations[index].waiters = []
     }
 
-    if !operations[index].followers.isEmpty {
+    if operations[index].hasExtras, operations[index].hasFollowers {
       endFollowers(of: index, as: terminal, into: &work, &effects)
     }
 

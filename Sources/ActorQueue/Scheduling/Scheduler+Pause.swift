@@ -55,7 +55,9 @@ extension Scheduler {
   /// has ended, and none on external work that runs (it has no checkpoint).
   mutating func pause(_ index: Int, _ effects: inout Effects) {
     guard !operations[index].state.isTerminal, !operations[index].isDetached else { return }
-    if operations[index].leader >= 0 { return pause(operations[index].leader, &effects) }
+    if operations[index].hasExtras, operations[index].leader >= 0 {
+      return pause(operations[index].leader, &effects)
+    }
     if operations[index].runsExternally { return }
     operations[index].pauseHeld = true
     if operations[index].queue >= 0 { touch(operations[index].queue) }  // recounts excess requests
@@ -84,7 +86,9 @@ extension Scheduler {
 
   mutating func resume(_ index: Int, _ effects: inout Effects) {
     guard !operations[index].state.isTerminal else { return }
-    if operations[index].leader >= 0 { return resume(operations[index].leader, &effects) }
+    if operations[index].hasExtras, operations[index].leader >= 0 {
+      return resume(operations[index].leader, &effects)
+    }
     let wasHeld = operations[index].pauseHeld
     operations[index].pauseHeld = false
     if operations[index].queue >= 0 { touch(operations[index].queue) }  // recounts excess requests

@@ -146,7 +146,7 @@ extension Scheduler {
   ) -> WorkerAction {
     var step = step
     // A paused body given a slot continues on its own task: this worker claims again.
-    while let index = step.run, operations[index].isPausedInBody {
+    while let index = step.run, isPausedInBody(index) {
       grantSlot(toPaused: index, &effects)
       let spawnWorker = step.spawnWorker
       step = queues[queue].machine.claimNext()

@@ -228,22 +228,11 @@ struct OperationRecord: Sendable {
   /// The order in which operations started (one counter for every queue): excess pausing
   /// pauses the most recently started first among equal priorities.
   var startOrder: UInt64 = 0
-  /// The body's tasks suspended at a checkpoint while the operation is paused; resumed when it
-  /// has a slot again (or throwing, when it is cancelled).
-  var pauseWaiters: [PauseWaiter] = []
-  /// A caller's handle to coalesced work: the shared operation's record, which this one
-  /// mirrors (state and outcome); -1 otherwise.
-  var leader = -1
-  /// Shared work: the callers' handles that joined it (some may have ended, cancelled).
-  var followers: [DependentEntry] = []
-  /// Shared work: the handles of the callers still waiting for it, kept alive (as a queue keeps
-  /// its operations) so that a handle its caller dropped still ends, runs its completion
-  /// handlers and ends its event streams; let go of once each has ended.
-  var followerHandles: [AnyQueueOperation] = []
-  /// Shared work: its key in its queue, and the result type every caller must expect.
-  var coalescing: (hash: Int, resultType: ObjectIdentifier)?
-  /// Shared work: the result type, for the message when a caller expects another.
-  var coalescingResultType: Any.Type?
+  /// What only operations that pause or coalesce need: kept out of line of the hot fields, so
+  /// an operation that does neither carries a single `nil` (nothing to copy or release).
+  var extras: OperationExtras?
+  /// `extras != nil`, as a plain flag: the hot paths test it without touching `extras`.
+  var hasExtras = false
 
   init(id: OperationID, name: String?, priority: OperationPriority, work: OperationWork) {
     self.id = id
@@ -274,9 +263,10 @@ struct OperationRecord: Sendable {
     excessPaused = false
     queue = -1
     unfinishedDependencies = 0
-    leader = -1
-    coalescing = nil
-    coalescingResultType = nil
+    if hasExtras {
+      extras = nil
+      hasExtras = false
+    }
     switch work {
     case .body(let body): self.body = body
     case .external(let external): self.external = external
@@ -290,12 +280,45 @@ struct OperationRecord: Sendable {
     return nil
   }
 
-  /// Whether a cancellation of this waiting operation starts its work instead of ending it.
-  var startsWhenCancelled: Bool { external?.startsWhenCancelled ?? false }
 
-  /// The body started and is suspended at a checkpoint, holding no slot (state `.paused`, or
-  /// `.ready` once resumed while it waits for a slot).
-  var isPausedInBody: Bool { worker != nil && (state == .paused || state == .ready) }
+  /// The body's tasks suspended at a checkpoint while the operation is paused; resumed when it
+  /// has a slot again (or throwing, when it is cancelled).
+  var pauseWaiters: [PauseWaiter] {
+    get { extras?.pauseWaiters ?? [] }
+    _modify {
+      if extras == nil {
+        extras = OperationExtras()
+        hasExtras = true
+      }
+      yield &extras!.pauseWaiters
+    }
+  }
+
+  /// A caller's handle to coalesced work: the shared operation's record, which this one
+  /// mirrors (state and outcome); -1 otherwise.
+  var leader: Int { extras?.leader ?? -1 }
+
+  /// Shared work: whether callers' handles follow it.
+  var hasFollowers: Bool { !(extras?.followers.isEmpty ?? true) }
+
+}
+
+/// The fields of an operation's record that only operations that pause or coalesce use.
+struct OperationExtras: Sendable {
+  /// See ``OperationRecord/pauseWaiters``.
+  var pauseWaiters: [PauseWaiter] = []
+  /// See ``OperationRecord/leader``.
+  var leader = -1
+  /// Shared work: the callers' handles that joined it (some may have ended, cancelled).
+  var followers: [DependentEntry] = []
+  /// Shared work: the handles of the callers still waiting for it, kept alive (as a queue keeps
+  /// its operations) so that a handle its caller dropped still ends, runs its completion
+  /// handlers and ends its event streams; let go of once each has ended.
+  var followerHandles: [AnyQueueOperation] = []
+  /// Shared work: the hash of its key in its queue, and the result type every caller must expect.
+  var coalescing: (hash: Int, resultType: ObjectIdentifier)?
+  /// Shared work: the result type, for the message when a caller expects another.
+  var coalescingResultType: Any.Type?
 }
 
 /// A task of an operation's body suspended at ``ActorQueue/checkpoint()`` while the operation is
@@ -514,7 +537,7 @@ struct Scheduler: Sendable {
       // at a checkpoint) would wait forever.
       for index in unfinishedIndices(of: queue)
       where operations[index].state == .pending || operations[index].state == .ready
-        || operations[index].isPausedInBody
+        || isPausedInBody(index)
       {
         cancel(index, &effects)
       }
@@ -537,6 +560,21 @@ struct Scheduler: Sendable {
   }
 
   // MARK: Reading (each under the lock, O(1) unless stated)
+
+  /// Whether a cancellation of the waiting operation `index` starts its work instead of ending
+  /// it (a legacy operation's).
+  func startsWhenCancelled(_ index: Int) -> Bool {
+    guard let external = operations[index].external else { return false }
+    return external.startsWhenCancelled
+  }
+
+  /// Whether the body of `index` started and is suspended at a checkpoint, holding no slot
+  /// (state `.paused`, or `.ready` once resumed while it waits for a slot). Reads stored fields
+  /// only: a computed property of a record, or optional chaining through one of its fields
+  /// (`operations[i].field?.x`), may copy the whole record (measured: it did, in `endOne`).
+  func isPausedInBody(_ index: Int) -> Bool {
+    operations[index].worker != nil && (operations[index].state == .paused || operations[index].state == .ready)
+  }
 
   func state(of index: Int) -> OperationState { operations[index].state }
   func priority(of index: Int) -> OperationPriority { operations[index].priority }
@@ -627,7 +665,7 @@ struct Scheduler: Sendable {
     let old = operations[index].priority
     guard old != priority else { return }
     operations[index].priority = priority
-    if operations[index].leader >= 0, !operations[index].state.isTerminal {
+    if operations[index].hasExtras, operations[index].leader >= 0, !operations[index].state.isTerminal {
       raiseLeaderPriority(operations[index].leader)  // its own priority only says what it asks for
       return
     }
@@ -684,7 +722,9 @@ struct Scheduler: Sendable {
     if !operations[index].subscribers.isEmpty {
       operations[index].subscribers.removeAll { !$0.push(newState, effects: &effects) }
     }
-    if !operations[index].followers.isEmpty { mirrorToFollowers(index, newState, &effects) }
+    if operations[index].hasExtras, operations[index].hasFollowers {
+      mirrorToFollowers(index, newState, &effects)
+    }
     let queue = operations[index].queue
     if queue >= 0, !queues[queue].subscribers.isEmpty {
       emit(
@@ -715,7 +755,7 @@ struct Scheduler: Sendable {
       if queues[queue].hasExcessRequests { withdrawUnneededExcessRequests(in: queue) }
       // A paused body given a slot continues on the task it paused in: no worker needed.
       while queues[queue].pausedInReady > 0, queues[queue].machine.canStartNow,
-        let head = queues[queue].machine.peekReady(), operations[head].isPausedInBody
+        let head = queues[queue].machine.peekReady(), isPausedInBody(head)
       {
         _ = queues[queue].machine.claimWithoutWorker()
         grantSlot(toPaused: head, &effects)

@@ -33,7 +33,7 @@ extension Scheduler {
     _ dependency: Handle, to dependent: Int, requirement: DependencyRequirement,
     now: () -> ContinuousClock.Instant, _ effects: inout Effects
   ) throws(ActorQueueError) {
-    guard operations[dependent].leader < 0 else { throw .joinedSharedWork }
+    guard !operations[dependent].hasExtras || operations[dependent].leader < 0 else { throw .joinedSharedWork }
     guard hasNotStarted(dependent) else { throw .alreadyStarted }
     let isNew = edgePosition(of: dependency.recordIndex, in: dependent) == nil
     if isNew, createsCycle(dependency.recordIndex, dependent) { throw .dependencyCycle }
@@ -120,7 +120,7 @@ extension Scheduler {
   mutating func removeDependency(
     _ dependency: Int, from dependent: Int, now: () -> ContinuousClock.Instant, _ effects: inout Effects
   ) {
-    guard hasNotStarted(dependent), operations[dependent].leader < 0,
+    guard hasNotStarted(dependent), !operations[dependent].hasExtras || operations[dependent].leader < 0,
       let position = edgePosition(of: dependency, in: dependent),
       operations[dependent].dependencies[position].isExplicit
     else { return }
@@ -164,9 +164,7 @@ extension Scheduler {
   /// ownership cycle can form through them either).
   func createsCycle(_ dependency: Int, _ dependent: Int) -> Bool {
     if dependency == dependent { return true }
-    if operations[dependency].state.isTerminal || operations[dependent].dependents.isEmpty
-      || operations[dependency].dependencies.isEmpty
-    {
+    if operations[dependency].state.isTerminal || !hasWaiters(dependent) || !waits(dependency) {
       return false
     }
     var visited: Set<Int> = [dependent]
@@ -176,8 +174,25 @@ extension Scheduler {
         if entry.index == dependency { return true }
         if visited.insert(entry.index).inserted { stack.append(entry.index) }
       }
+      // A caller's handle to coalesced work waits for that work, as a dependent does.
+      guard operations[operation].hasExtras, operations[operation].hasFollowers else { continue }
+      for entry in operations[operation].extras!.followers where isUnfinished(entry) {
+        if entry.index == dependency { return true }
+        if visited.insert(entry.index).inserted { stack.append(entry.index) }
+      }
     }
     return false
+  }
+
+  /// Whether something unfinished may wait for `index`: a dependent, or a caller's handle to it
+  /// as coalesced work.
+  private func hasWaiters(_ index: Int) -> Bool {
+    !operations[index].dependents.isEmpty || (operations[index].hasExtras && operations[index].hasFollowers)
+  }
+
+  /// Whether `index` may wait for something: a dependency, or the coalesced work it follows.
+  private func waits(_ index: Int) -> Bool {
+    !operations[index].dependencies.isEmpty || (operations[index].hasExtras && operations[index].leader >= 0)
   }
 
   /// Whether a dependent entry still names an unfinished operation (not ended, not freed).

@@ -3,11 +3,11 @@ import Testing
 
 @testable import ActorQueue
 
-/// Defects the random tester's extension to pause and coalescing (issue 12) ran into, each a
-/// minimal deterministic reproduction, disabled until the library is fixed (then enable it: it
-/// must pass).
-@Suite("Reliability: open defects in pause and coalescing", .timeLimit(.minutes(1)))
-struct OpenDefectTests {
+/// A defect found while extending the random tester to coalescing (issue 12), each case a
+/// minimal deterministic reproduction that failed then: a dependency cycle through a coalesced
+/// handle was accepted, and deadlocked every operation on it.
+@Suite("Reliability: dependency cycles through coalesced work", .timeLimit(.minutes(1)))
+struct CoalescingCycleTests {
   // MARK: A dependency cycle through a coalesced handle is not refused
 
   // A caller's handle to coalesced work ends only when the shared work ends, so it waits for
@@ -16,8 +16,8 @@ struct OpenDefectTests {
   // cycle through a handle is accepted, and every operation on the cycle waits forever.
 
   @Test(
-    "An op that the shared work waits for (through a barrier) cannot depend on a caller's handle: a cycle (value)",
-    .disabled("defect: a dependency cycle through a coalesced handle is accepted, and deadlocks"))
+    "An op that the shared work waits for (through a barrier) cannot depend on a caller's handle: a cycle (value)"
+  )
   func cycleThroughBarrierAndHandleOnTheValue() {
     var h = SchedulerHarness()
     let q = h.makeQueue(limit: 1)
@@ -34,8 +34,7 @@ struct OpenDefectTests {
   }
 
   @Test(
-    "The shared work cannot depend on a handle that joined it: a cycle (value)",
-    .disabled("defect: a dependency cycle through a coalesced handle is accepted, and deadlocks"))
+    "The shared work cannot depend on a handle that joined it: a cycle (value)")
   func workOnItsOwnHandleOnTheValue() {
     var h = SchedulerHarness()
     let q = h.makeQueue(limit: 1)
@@ -47,8 +46,7 @@ struct OpenDefectTests {
   }
 
   @Test(
-    "On real queues: a dependency closing a cycle through a coalesced handle is refused; nothing deadlocks",
-    .disabled("defect: a dependency cycle through a coalesced handle is accepted, and deadlocks"))
+    "On real queues: a dependency closing a cycle through a coalesced handle is refused; nothing deadlocks")
   func cycleThroughHandleOnRealQueues() async {
     let queue = ActorQueue(maxConcurrentOperationCount: 1)
     queue.isSuspended = true
@@ -64,8 +62,7 @@ struct OpenDefectTests {
   }
 
   @Test(
-    "On real queues: the shared work (from `operations`) cannot depend on a handle that joined it",
-    .disabled("defect: a dependency cycle through a coalesced handle is accepted, and deadlocks"))
+    "On real queues: the shared work (from `operations`) cannot depend on a handle that joined it")
   func workOnItsOwnHandleOnRealQueues() async throws {
     let queue = ActorQueue(maxConcurrentOperationCount: 1)
     queue.isSuspended = true

@@ -41,7 +41,8 @@ extension Scheduler {
     if let match {
       // The bucket is as the caller saw it, so the work is still waiting or executing.
       guard operations[match.leader].extras?.coalescing?.resultType == ObjectIdentifier(resultType) else {
-        return .resultTypeMismatch(existing: operations[match.leader].extras?.coalescingResultType ?? Any.self)
+        return .resultTypeMismatch(
+          existing: operations[match.leader].extras?.coalescingResultType ?? Any.self)
       }
       leader = match.leader
     } else {
@@ -68,7 +69,8 @@ extension Scheduler {
     operations[follower].hasExtras = true
     operations[follower].wasEnqueued = true
     operations[follower].state = operations[leader].state
-    operations[leader].extras!.followers.append(DependentEntry(index: follower, id: id, requiresSuccess: false))
+    operations[leader].extras!.followers.append(
+      DependentEntry(index: follower, id: id, requiresSuccess: false))
     operations[leader].extras!.followerHandles.append(handle)
     raiseLeaderPriority(leader)
     settle(now: now, &effects)
@@ -113,7 +115,8 @@ extension Scheduler {
     let leader = operations[index].leader
     operations[index].cancelRequested = true
     terminate(index, as: .cancelled, error: cancellationError, &effects)
-    if let position = operations[leader].extras!.followerHandles.firstIndex(where: { $0.recordIndex == index }) {
+    if let position = operations[leader].extras!.followerHandles.firstIndex(where: { $0.recordIndex == index }
+    ) {
       effects.garbage.keep(handle: operations[leader].extras!.followerHandles.remove(at: position))
     }
     if operations[leader].extras!.followers.contains(where: isUnfinished) {

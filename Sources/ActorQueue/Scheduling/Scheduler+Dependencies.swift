@@ -33,7 +33,9 @@ extension Scheduler {
     _ dependency: Handle, to dependent: Int, requirement: DependencyRequirement,
     now: () -> ContinuousClock.Instant, _ effects: inout Effects
   ) throws(ActorQueueError) {
-    guard !operations[dependent].hasExtras || operations[dependent].leader < 0 else { throw .joinedSharedWork }
+    guard !operations[dependent].hasExtras || operations[dependent].leader < 0 else {
+      throw .joinedSharedWork
+    }
     guard hasNotStarted(dependent) else { throw .alreadyStarted }
     let isNew = edgePosition(of: dependency.recordIndex, in: dependent) == nil
     if isNew, createsCycle(dependency.recordIndex, dependent) { throw .dependencyCycle }

@@ -280,7 +280,6 @@ struct OperationRecord: Sendable {
     return nil
   }
 
-
   /// The body's tasks suspended at a checkpoint while the operation is paused; resumed when it
   /// has a slot again (or throwing, when it is cancelled).
   var pauseWaiters: [PauseWaiter] {
@@ -573,7 +572,8 @@ struct Scheduler: Sendable {
   /// only: a computed property of a record, or optional chaining through one of its fields
   /// (`operations[i].field?.x`), may copy the whole record (measured: it did, in `endOne`).
   func isPausedInBody(_ index: Int) -> Bool {
-    operations[index].worker != nil && (operations[index].state == .paused || operations[index].state == .ready)
+    operations[index].worker != nil
+      && (operations[index].state == .paused || operations[index].state == .ready)
   }
 
   func state(of index: Int) -> OperationState { operations[index].state }

@@ -76,36 +76,22 @@ struct PauseTests {
   func pauseKeepsSlotFoundation() async {
     let queue = OperationQueue()
     queue.maxConcurrentOperationCount = 5
-    let paused = DispatchSemaphore(value: 0)  // the "paused" transfer blocks its thread, holding its slot
-    let release = DispatchSemaphore(value: 0)
-    let firstStarted = Gate()
-    let secondStarted = Gate()
-    queue.addOperation {
-      firstStarted.open()
-      paused.wait()
-    }
-    queue.addOperation {
-      secondStarted.open()
-      release.wait()
-    }
-    await firstStarted.wait()
-    await secondStarted.wait()
-    let started = CountdownGate(count: 3)
-    let more = (0..<4).map { _ in
-      BlockOperation {
-        started.signal()
-        release.wait()
-      }
-    }
+    // Asynchronous operations, as transfers are: none holds a thread. A "paused" transfer simply
+    // does not finish (Operation has no pause), so it keeps its slot.
+    let first = TransferOperation()
+    let second = TransferOperation()
+    queue.addOperation(first)
+    queue.addOperation(second)
+    await first.started.wait()
+    await second.started.wait()
+    let more = (0..<4).map { _ in TransferOperation() }
     for operation in more { queue.addOperation(operation) }
-    await started.wait()
+    for operation in more.prefix(3) { await operation.started.wait() }
     #expect(more.filter { $0.isExecuting }.count == 3)
-    #expect(
-      more.filter { !$0.isExecuting && !$0.isFinished }.count == 1,
-      "the fourth waits behind the paused transfer")
-    paused.signal()
-    for _ in 0..<5 { release.signal() }
+    #expect(!more[3].isExecuting && !more[3].isFinished, "the fourth waits behind the paused transfer")
+    for operation in [first, second] + more { operation.finish() }
     await queue.allFinished()
+    #expect(more[3].isFinished)
   }
 
   @Test(
@@ -306,4 +292,57 @@ struct PauseTests {
     // Resumed with a free slot, it is ready and given the slot in the same step.
     #expect(seen == [.executing, .paused, .ready, .executing, .finished])
   }
+}
+
+/// An asynchronous `Operation` in the usual hand-written style (KVO for `isExecuting` and
+/// `isFinished`), holding no thread while it runs: it finishes when told to (at once when it
+/// starts, if it was told before).
+///
+/// `@unchecked Sendable`: its mutable state is guarded by `lock`.
+private final class TransferOperation: Operation, @unchecked Sendable {
+  let started = Gate()
+  private let lock = NSLock()
+  private var executing = false
+  private var finished = false
+  private var finishRequested = false
+
+  override var isAsynchronous: Bool { true }
+  override var isExecuting: Bool { lock.withLock { executing } }
+  override var isFinished: Bool { lock.withLock { finished } }
+
+  override func start() {
+    willChangeValue(forKey: "isExecuting")
+    lock.withLock { executing = true }
+    didChangeValue(forKey: "isExecuting")
+    started.open()
+    if lock.withLock({ finishRequested }) { complete() }
+  }
+
+  func finish() {
+    let running = lock.withLock {
+      finishRequested = true
+      return executing
+    }
+    if running { complete() }
+  }
+
+  /// Moves from executing to finished, once (`start` and `finish` may both call it).
+  private func complete() {
+    let claimed = lock.withLock {
+      guard executing, !finishing else { return false }
+      finishing = true
+      return true
+    }
+    guard claimed else { return }
+    willChangeValue(forKey: "isExecuting")
+    willChangeValue(forKey: "isFinished")
+    lock.withLock {
+      executing = false
+      finished = true
+    }
+    didChangeValue(forKey: "isFinished")
+    didChangeValue(forKey: "isExecuting")
+  }
+
+  private var finishing = false
 }

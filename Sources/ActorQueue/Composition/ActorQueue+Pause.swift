@@ -17,7 +17,10 @@ extension AnyQueueOperation {
   /// - Paused already, or ended: no effect. External work that is running (a legacy `Operation`
   ///   through the adapter) has no checkpoint: it goes on executing.
   ///
-  /// ``cancel()`` works in every state, paused included. Foundation has no equivalent.
+  /// ``cancel()`` works in every state, paused included. A paused operation stays paused until
+  /// ``resume()`` (or ``ActorQueue/resumeAllOperations()``): keep its handle, or its queue, to
+  /// resume it. When a *suspended* queue is released, its paused operations are cancelled with
+  /// its waiting ones, since nothing could start them again. Foundation has no equivalent.
   /// Cost: O(1) (plus O(log n) to withdraw a ready operation).
   public func pause() {
     Engine.run { $0.pause(recordIndex, now: Engine.now, &$1) }

@@ -21,6 +21,12 @@
 //   priority, and nothing that the same event is about to cancel can start.
 // - Time is an input: the events that may decide about lingering take `now`; tests drive it
 //   (`SchedulerTests`, and the random tester on the value).
+// - Pausing (`Scheduler+Pause.swift`) and coalescing (`Scheduler+Coalescing.swift`) are events
+//   of the same value. A paused body is an operation whose worker task waits at a checkpoint,
+//   holding no slot; given a slot again, it continues on that task (no worker is started for
+//   it). Coalesced work is one operation of its queue; each caller's handle is a record that
+//   follows it. Their fields live out of line (`OperationExtras`), so an operation that does
+//   neither pays one `nil` for them.
 //
 // Design choices:
 // - Dense indices. An operation's record is created with its handle (`AnyQueueOperation`) and

@@ -249,7 +249,7 @@ extension SchedulerStateMachine {
     #expect(b.wakeLingerer)
     let c = machine.makeReady("c", order: 3, priority: .normal)
     #expect(!c.spawnWorker && c.wakeLingerer)
-    let step = machine.workerStarted()  // the lingering worker, woken, claims
+    let step = machine.lingerEnded()  // the lingering worker, woken, claims
     #expect(step.run == "b")
     #expect(!step.spawnWorker, "the limit is 1")
     #expect(!machine.isLingering && machine.startingWorkers == 0)
@@ -258,11 +258,24 @@ extension SchedulerStateMachine {
     #expect(l9.run == "c")
   }
 
+  @Test func anotherWorkersClaimLeavesTheLingererLingering() {
+    // A paused body's worker runs while the queue is idle (it holds no slot), so it can come
+    // back to claim while another worker lingers: the lingerer must still be woken for the next.
+    var machine = machineWithALingeringWorker()
+    machine.slotlessOperationEnded()  // the paused body, cancelled, ended: its worker claims
+    let other = machine.workerStarted()
+    #expect(other.run == nil)
+    #expect(machine.isLingering && machine.startingWorkers == 1)
+    let b = machine.makeReady("b", order: 2, priority: .normal)
+    #expect(b.wakeLingerer && !b.spawnWorker)
+    #expect(machine.lingerEnded().run == "b")
+  }
+
   @Test func aWokenLingererThatFindsItsOperationGoneMayLingerAgain() {
     var machine = machineWithALingeringWorker()
     let b = machine.makeReady("b", order: 2, priority: .normal)
     machine.withdraw(stamp: b.stamp, priority: .normal)  // cancelled before the lingerer looked
-    let l10 = machine.workerStarted()
+    let l10 = machine.lingerEnded()
     let l11 = machine.lingerIfIdle()
     #expect(l10.run == nil && l11)
     #expect(machine.startingWorkers == 1, "never more than one starting worker")

@@ -101,7 +101,7 @@ extension Scheduler {
   ) -> WorkerAction {
     let spell = start.duration(to: now())
     lingeringWorkers -= 1
-    let step = queues[queue].machine.workerStarted()
+    let step = queues[queue].machine.lingerEnded()
     let action: WorkerAction
     if step.run != nil {
       queues[queue].linger.observe(idleSpell: spell)

@@ -104,8 +104,17 @@ struct SchedulerStateMachine<Element> {
   mutating func workerStarted() -> WorkerStep {
     precondition(startingWorkers > 0, "Internal inconsistency: a worker started that was not asked for")
     startingWorkers -= 1
-    isLingering = false
     return claim()
+  }
+
+  /// The lingering worker stops lingering (woken, or its time is up): it claims the next
+  /// operation, or retires. Only it clears ``isLingering``: another worker of the queue (one whose
+  /// body paused, so it ran while the queue was idle) may claim meanwhile, and the lingering one
+  /// must still be woken for the next operation made ready.
+  mutating func lingerEnded() -> WorkerStep {
+    precondition(isLingering, "Internal inconsistency: a worker stopped lingering that did not linger")
+    isLingering = false
+    return workerStarted()
   }
 
   /// A worker that found nothing to claim (``workerStarted()`` returned no operation) asks to

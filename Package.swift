@@ -26,7 +26,7 @@ let package = Package(
       dependencies: ["ActorQueue", "OperationAdapter", "TestSupport", "LegacyFixtures"]),
     // The Swift code of README.md, Migration.md and the DocC articles, compiled and run: each
     // block is a `// snippet: NAME` region here, kept equal to the document by .ci/snippets.py.
-    .testTarget(name: "DocumentationTests", dependencies: ["ActorQueue", "OperationAdapter"]),
+    .testTarget(name: "DocumentationTests", dependencies: ["ActorQueue", "OperationAdapter", "TestSupport"]),
   ]
 )
 

@@ -18,6 +18,9 @@ one region.
                                      test reads it from the document and compares (the checker
                                      makes sure a test does: expectOutput(transcript, "NAME"))
 
+It also refuses the labels of an unshipped specification (P1–P12, "scenario N") in the documents
+and the libraries' doc comments.
+
 Usage: snippets.py [--self-test]. Exit status 1, with every difference listed, when a document
 and its copy have drifted apart, when a Swift block has no marker, or when a region or an output
 has no counterpart. --self-test first proves the checker catches each of those on altered copies.
@@ -152,8 +155,25 @@ def parse_sources(srcs, errors):
     return regions, checked
 
 
+LABEL = re.compile(r"\bP(?:[1-9]|1[0-2])\b|\b[Ss]cenario \d")
+
+
+def labels():
+    """Pitfall and scenario labels (P1–P12, "scenario 5") from a specification that does not
+    ship with the package: a reader cannot follow them, so the documents and the public doc
+    comments say what they mean in words instead."""
+    found = []
+    for doc, lines in documents().items():
+        found += [f"{doc}:{n}: {l.strip()}" for n, l in enumerate(lines, 1) if LABEL.search(l)]
+    for path in sorted(ROOT.glob("Sources/ActorQueue/**/*.swift")) + sorted(ROOT.glob("Sources/OperationAdapter/**/*.swift")):
+        for n, line in enumerate(path.read_text().split("\n"), 1):
+            if line.strip().startswith("///") and LABEL.search(line):
+                found.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
+    return [f"{place}  <- an unshipped label; say what it means instead" for place in found]
+
+
 def check(docs, srcs):
-    errors = []
+    errors = labels()
     snippets, outputs, _ = parse_documents(docs, errors)
     regions, checked = parse_sources(srcs, errors)
     for name, (doc, line, imports, body) in sorted(snippets.items()):

@@ -38,7 +38,7 @@ extension ActorQueue {
   ///   the operation's `isCancelled` is `true` when it finishes, whoever cancelled it.
   /// - Cancellation both ways: cancelling the handle (or ``cancelAllOperations()``) calls the
   ///   operation's `cancel()`. A handle cancelled while waiting follows `OperationQueue`, the
-  ///   adapter's one exception to "a cancelled waiting operation ends at once" (P2): the legacy
+  ///   adapter's one exception to "a cancelled waiting operation ends at once": the legacy
   ///   operation is cancelled and started at once, outside the queue's slot accounting (it
   ///   takes no slot, even in a suspended queue), so its `start()` sees `isCancelled`, it
   ///   reaches `isFinished`, its `completionBlock` and Foundation dependents run; the handle

@@ -1,4 +1,4 @@
-/// Misuse of the adapter between Foundation's `Operation` and ``ActorQueue``, or a legacy
+/// Misuse of the adapter between Foundation's `Operation` and `ActorQueue`, or a legacy
 /// operation that did not finish in time.
 ///
 /// Match it by its static members wherever the error is an `any Error`, as you would an enum
@@ -41,7 +41,7 @@ public struct OperationAdapterError: Error, Equatable, Sendable, CustomStringCon
   public static let alreadyExecuting = OperationAdapterError(.alreadyExecuting)
 
   /// The legacy operation was handed to the adapter before and has not finished: it is wrapped
-  /// by another ``QueueOperation`` already. Nothing was enqueued.
+  /// by another `QueueOperation` already. Nothing was enqueued.
   public static let alreadyAdded = OperationAdapterError(.alreadyAdded)
 
   /// The legacy operation did not signal that it finished within the timeout given to

@@ -183,6 +183,11 @@ package class NetworkOperation: AsyncOperation, @unchecked Sendable {
 
 // MARK: (c) Asynchronous, lock-guarded: recursive lock, notifications only on change
 
+/// Every getter and setter guarded by a recursive lock; setters notify only when the value
+/// changes, and outside the lock, as careful field code does: corelibs' `Operation` reads
+/// `isFinished` while holding its own lock, so a subclass that sent the change notifications
+/// while holding its lock would deadlock against it (lock-order inversion; seen on
+/// OperationQueue itself, not only through the adapter).
 package class LockedTransferOperation: Operation, @unchecked Sendable {
   private let lock = NSRecursiveLock()
   private var _executing = false
@@ -190,11 +195,16 @@ package class LockedTransferOperation: Operation, @unchecked Sendable {
   private var _started = false
   package let session: FakeSession
   private var task: FakeSession.Task?
-  package private(set) var received: Data?
+  private var _received: Data?
 
   package init(session: FakeSession) {
     self.session = session
     super.init()
+  }
+
+  package var received: Data? {
+    lock.lock(); defer { lock.unlock() }
+    return _received
   }
 
   package override var isAsynchronous: Bool { true }
@@ -208,42 +218,58 @@ package class LockedTransferOperation: Operation, @unchecked Sendable {
   }
 
   private func setExecuting(_ value: Bool) {
-    lock.lock(); defer { lock.unlock() }
-    guard _executing != value else { return }
+    lock.lock()
+    let changes = _executing != value
+    lock.unlock()
+    guard changes else { return }
     willChangeValue(forKey: "isExecuting")
+    lock.lock()
     _executing = value
+    lock.unlock()
     didChangeValue(forKey: "isExecuting")
   }
 
   private func setFinished(_ value: Bool) {
-    lock.lock(); defer { lock.unlock() }
-    guard _finished != value else { return }
+    lock.lock()
+    let changes = _finished != value
+    lock.unlock()
+    guard changes else { return }
     willChangeValue(forKey: "isFinished")
+    lock.lock()
     _finished = value
+    lock.unlock()
     didChangeValue(forKey: "isFinished")
   }
 
   package override func start() {
-    lock.lock(); defer { lock.unlock() }
+    lock.lock()
     _started = true
+    lock.unlock()
     if isCancelled {
       setFinished(true)
       return
     }
     setExecuting(true)
-    task = session.request("transfer") { [weak self] data, _ in
+    let task = session.request("transfer") { [weak self] data, _ in
       guard let self = self else { return }
-      self.lock.lock(); defer { self.lock.unlock() }
-      self.received = data
+      self.lock.lock()
+      self._received = data
+      self.lock.unlock()
       self.setExecuting(false)
       self.setFinished(true)
     }
+    lock.lock()
+    self.task = task
+    lock.unlock()
   }
 
   package override func cancel() {
-    lock.lock(); defer { lock.unlock() }
     super.cancel()
-    if _started && !_finished {
+    lock.lock()
+    let running = _started && !_finished
+    let task = self.task
+    lock.unlock()
+    if running {
       task?.cancel()
       setExecuting(false)
       setFinished(true)

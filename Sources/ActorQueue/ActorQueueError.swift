@@ -39,13 +39,6 @@ public struct ActorQueueError: Error, Equatable, Sendable, CustomStringConvertib
   /// A dependency was added to an operation that has already started (or ended).
   public static let alreadyStarted = ActorQueueError(.alreadyStarted)
 
-  /// Whether `error` is an `ActorQueueError` with this code: what makes
-  /// `catch ActorQueueError.dependencyCycle` and `case ActorQueueError.alreadyEnqueued:` match
-  /// an `any Error`. An error of any other type never matches.
-  public static func ~= (pattern: ActorQueueError, error: any Error) -> Bool {
-    (error as? ActorQueueError) == pattern
-  }
-
   /// What went wrong and what to do instead.
   public var description: String {
     switch code {
@@ -60,6 +53,15 @@ public struct ActorQueueError: Error, Equatable, Sendable, CustomStringConvertib
         + "nothing was changed. Add dependencies before adding the operation to a queue, or while "
         + "the queue is suspended."
     }
+  }
+}
+
+extension ActorQueueError {
+  /// Whether `error` is an `ActorQueueError` with this code: what makes
+  /// `catch ActorQueueError.dependencyCycle` and `case ActorQueueError.alreadyEnqueued:` match
+  /// an `any Error`. An error of any other type never matches.
+  public static func ~= (pattern: ActorQueueError, error: any Error) -> Bool {
+    (error as? ActorQueueError) == pattern
   }
 }
 

@@ -3,8 +3,10 @@ import PackageDescription
 
 let package = Package(
   name: "ActorQueue",
-  // Synchronization.Mutex and Atomic need these releases; nothing newer is required
-  // (anything newer is used only behind `if #available`).
+  // Synchronization.Atomic needs these releases: both libraries use it (the scheduler's wake-up
+  // flag, operation identifiers, the adapter's runtime). Nothing else does: the libraries' lock
+  // is a pthread_mutex_t (Sources/ActorQueue/Internal/Lock.swift), not Synchronization.Mutex
+  // (only the bench executable uses Mutex, from the same releases), and nothing newer is used.
   platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
   products: [
     .library(name: "ActorQueue", targets: ["ActorQueue"]),
@@ -24,6 +26,9 @@ let package = Package(
     .testTarget(
       name: "OperationAdapterTests",
       dependencies: ["ActorQueue", "OperationAdapter", "TestSupport", "LegacyFixtures"]),
+    // The Swift code of README.md, Migration.md and the DocC articles, compiled and run: each
+    // block is a `// snippet: NAME` region here, kept equal to the document by .ci/snippets.py.
+    .testTarget(name: "DocumentationTests", dependencies: ["ActorQueue", "OperationAdapter", "TestSupport"]),
   ]
 )
 

@@ -13,7 +13,7 @@
 /// (`nonisolated`): callable from any context without `await` — a UI callback, a delegate, a
 /// plain function — and calls made one after another from one thread take effect in that
 /// order. Waiting (``waitUntilAllOperationsAreFinished()``, ``addOperations(_:waitUntilFinished:)``)
-/// suspends the caller and never blocks a thread (P7).
+/// suspends the caller and never blocks a thread.
 ///
 /// **Where bodies run.** Each body runs in a task of the queue's: a small set of reused worker
 /// tasks (at most one per executing operation), created detached at ``taskPriority``. So a body
@@ -95,7 +95,7 @@ public actor ActorQueue {
   /// The priority of the tasks that run this queue's bodies; `nil`: the runtime's default.
   public nonisolated var taskPriority: TaskPriority? { storedTaskPriority }
 
-  /// At most this many operations execute at once. Live, in both directions (P3).
+  /// At most this many operations execute at once. Live, in both directions.
   ///
   /// Raising it starts waiting operations at once. Lowering it governs every later start at
   /// once: no operation starts while as many as the new limit are executing; operations already
@@ -140,7 +140,7 @@ public actor ActorQueue {
   /// Each call creates a new subscriber (an `AsyncStream` has one consumer); the subscription
   /// ends when the stream is released or its consuming task is cancelled. Cost: nothing while
   /// nobody subscribes; an append per transition per subscriber, delivered about one
-  /// microsecond per event. Replaces KVO on `"operations"` and `"operationCount"` (P12).
+  /// microsecond per event. Replaces KVO on `"operations"` and `"operationCount"`.
   public nonisolated func events(bufferingPolicy: QueueEvent.BufferingPolicy) -> AsyncStream<QueueEvent> {
     let channel: EventChannel<QueueEvent>
     switch bufferingPolicy {
@@ -188,7 +188,7 @@ public actor ActorQueue {
     }
   }
 
-  /// Adds an operation that receives the values of its inputs (P6): it runs once every input
+  /// Adds an operation that receives the values of its inputs: it runs once every input
   /// has finished, with their values as arguments, in order.
   ///
   /// If an input fails, this operation never runs and ends `.failed` with a
@@ -242,7 +242,7 @@ public actor ActorQueue {
   }
 
   /// Adds prepared operations (all or none) and, if `waitUntilFinished`, suspends until every
-  /// one of them has ended. Suspends; no thread blocks (P7). Cancelling the waiting task does
+  /// one of them has ended. Suspends; no thread blocks. Cancelling the waiting task does
   /// not end the wait nor cancel the operations.
   ///
   /// - Throws: ``ActorQueueError/alreadyEnqueued`` as ``addOperations(_:)``.
@@ -264,7 +264,7 @@ public actor ActorQueue {
   }
 
   /// Suspends until the queue has no unfinished operation, including operations added while
-  /// waiting. No thread blocks (P7); cancelling the waiting task does not end the wait.
+  /// waiting. No thread blocks; cancelling the waiting task does not end the wait.
   public nonisolated func waitUntilAllOperationsAreFinished() async {
     await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
       let waits = Engine.read { $0.addAllFinishedWaiter(continuation, to: index) }

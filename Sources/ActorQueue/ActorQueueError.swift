@@ -1,7 +1,23 @@
 /// Misuse of a queue or an operation that ActorQueue refuses, leaving everything as it was.
 ///
-/// Compare with the static members (`error == .dependencyCycle`); new codes may be added
-/// without breaking your code. ``description`` says what to do instead.
+/// Match it by its static members, as you would an enum case, wherever the error is an
+/// `any Error`:
+///
+/// ```swift
+/// do {
+///   try parse.addDependency(fetch)
+/// } catch ActorQueueError.dependencyCycle {
+///   // the edge would make an operation wait for itself; nothing changed
+/// } catch ActorQueueError.alreadyStarted {
+///   // parse has started; add dependencies before adding it to a queue
+/// }
+/// ```
+///
+/// `switch error { case ActorQueueError.alreadyEnqueued: … }` works the same way, and so do
+/// `catch let error as ActorQueueError where error == .alreadyEnqueued` and, in a Swift Testing
+/// suite, `#expect(throws: ActorQueueError.dependencyCycle) { … }`. It is a struct with static
+/// members rather than an enum so that new codes may be added without breaking your code (a
+/// `switch` over it needs a `default`). ``description`` says what to do instead.
 public struct ActorQueueError: Error, Equatable, Sendable, CustomStringConvertible {
   private enum Code: Equatable, Sendable {
     case dependencyCycle
@@ -52,6 +68,15 @@ public struct ActorQueueError: Error, Equatable, Sendable, CustomStringConvertib
   }
 }
 
+extension ActorQueueError {
+  /// Whether `error` is an `ActorQueueError` with this code: what makes
+  /// `catch ActorQueueError.dependencyCycle` and `case ActorQueueError.alreadyEnqueued:` match
+  /// an `any Error`. An error of any other type never matches.
+  public static func ~= (pattern: ActorQueueError, error: any Error) -> Bool {
+    (error as? ActorQueueError) == pattern
+  }
+}
+
 /// The error of an operation that never ran because an input it required did not finish.
 ///
 /// A data dependency (``ActorQueue/addOperation(name:priority:after:_:operation:)``) or an
@@ -61,6 +86,20 @@ public struct ActorQueueError: Error, Equatable, Sendable, CustomStringConvertib
 /// that failed for this operation and carries the error of the operation where the failure
 /// began (its ``originID``), never an error nested three deep — so a failure at the head of a
 /// 100,000-operation chain costs no deeper structure than one at its tail.
+///
+/// It carries data rather than a code, so match it by its type and its fields:
+///
+/// ```swift
+/// do {
+///   let image = try await filtered.value
+/// } catch let failure as DependencyFailedError where failure.underlyingError is URLError {
+///   showOffline()   // the download at the head of the pipeline failed
+/// } catch let failure as DependencyFailedError {
+///   print("\(failure.originName ?? "an input") failed: \(failure.underlyingError)")
+/// }
+/// ```
+///
+/// In a Swift Testing suite: `#expect(throws: DependencyFailedError.self) { … }`.
 public struct DependencyFailedError: Error, Sendable, CustomStringConvertible {
   /// The input of this operation that did not finish.
   public let dependencyID: OperationID

@@ -1,12 +1,14 @@
 /// A unit of work and the handle to its outcome, without its result type.
 ///
 /// The counterpart of Foundation's `Operation`, with these differences:
-/// - Only a queue starts an operation; there is no `start()` (P9).
+/// - Only a queue starts an operation; there is no `start()`.
 /// - A waiting operation that is cancelled ends `.cancelled` at once, without running, and
-///   releases its waiters, completion handlers and dependents at once (P2).
-/// - Waiting is `await` (``waitUntilFinished()``); no thread blocks (P7).
-/// - State is one ``OperationState``, observable in order through ``events`` (P12).
-/// - A dependency that would close a cycle is refused (P5).
+///   releases its waiters, completion handlers and dependents at once (Foundation keeps it
+///   queued until its turn).
+/// - Waiting is `await` (``waitUntilFinished()``); no thread blocks.
+/// - State is one ``OperationState``, observable in order through ``events`` (not KVO on
+///   string key paths).
+/// - A dependency that would close a cycle is refused (Foundation's hangs both operations).
 /// - An operation that has ended no longer keeps its dependencies alive (Foundation's does, so
 ///   two ended operations can keep each other alive forever).
 ///
@@ -69,7 +71,7 @@ public class AnyQueueOperation: Hashable, @unchecked Sendable, CustomStringConve
 
   /// The order among this queue's ready operations: higher first, then submission order.
   ///
-  /// Setting it re-sorts a waiting operation at once (Foundation's may not re-sort, P11).
+  /// Setting it re-sorts a waiting operation at once (Foundation's may not re-sort).
   /// Cost: O(1), plus O(log n) for the re-sort.
   public var queuePriority: OperationPriority {
     get { Engine.read { $0.priority(of: recordIndex) } }
@@ -156,7 +158,7 @@ public class AnyQueueOperation: Hashable, @unchecked Sendable, CustomStringConve
   /// - Waiting (not started, in a queue or not): ends `.cancelled` at once; its body never
   ///   runs; its slot is never taken, even in a suspended queue; its completion handlers run
   ///   and its waiters wake before `cancel()` returns (Foundation keeps it queued until its
-  ///   turn, P2).
+  ///   turn).
   /// - Executing: cancels the task running its body (`Task.isCancelled` becomes `true`,
   ///   `withTaskCancellationHandler` handlers run, on this thread); it stays `.executing` until
   ///   the body ends: `.cancelled` if it throws (any error: once cancellation was requested, a
@@ -171,7 +173,7 @@ public class AnyQueueOperation: Hashable, @unchecked Sendable, CustomStringConve
   ///
   /// Like `Task.value`, cancelling the waiting task does not end the wait nor cancel the
   /// operation; call ``cancel()`` for that. No thread blocks (Foundation's
-  /// `waitUntilFinished()` blocks one, P7).
+  /// `waitUntilFinished()` blocks one).
   public func waitUntilFinished() async {
     await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
       let waits = Engine.read { $0.addWaiter(continuation, to: recordIndex) }
@@ -184,7 +186,7 @@ public class AnyQueueOperation: Hashable, @unchecked Sendable, CustomStringConve
   ///
   /// Each access creates a new subscriber (an `AsyncStream` has one consumer). Lossless; costs
   /// about one microsecond per delivered state and nothing when nobody subscribes. Replaces
-  /// KVO on `"isExecuting"`/`"isFinished"` (P12).
+  /// KVO on `"isExecuting"`/`"isFinished"`.
   public var events: AsyncStream<OperationState> {
     let channel = EventChannel<OperationState>()
     Engine.run { $0.subscribe(channel, to: recordIndex, &$1) }
@@ -208,12 +210,13 @@ public class AnyQueueOperation: Hashable, @unchecked Sendable, CustomStringConve
 /// Create one with ``ActorQueue/addOperation(name:priority:_:)`` (added at once), or with
 /// ``init(name:priority:_:)`` to prepare dependencies first and add it with
 /// ``ActorQueue/addOperation(_:)``. Replaces `BlockOperation` plus the hand-written
-/// asynchronous `Operation` subclass (P1): the body is an `async` function, and its return is
+/// asynchronous `Operation` subclass: the body is an `async` function, and its return is
 /// the finish — the terminal state and the completion handlers happen exactly once, by
 /// construction.
 ///
 /// Memory: about 300 bytes while waiting, plus what the body captures. The body is released
-/// when the operation ends, and handlers right after they run (P8).
+/// when the operation ends, and handlers right after they run (a `completionBlock` that
+/// captures its operation forms a retain cycle).
 public final class QueueOperation<Success: Sendable>: AnyQueueOperation, @unchecked Sendable {
   /// A prepared operation, not in any queue yet (state `.pending`).
   ///
@@ -289,7 +292,7 @@ public final class QueueOperation<Success: Sendable>: AnyQueueOperation, @unchec
   /// thread that ended the operation: the queue's task that ran the body, or the caller of
   /// `cancel()` for an operation cancelled while waiting. They run before tasks awaiting
   /// ``value`` resume. Each handler is released after it runs, so capturing the operation
-  /// forms no lasting cycle (Foundation's `completionBlock` does, P8).
+  /// forms no lasting cycle (Foundation's `completionBlock` does).
   public func onCompletion(_ handler: @escaping @Sendable (Result<Success, any Error>) -> Void) {
     let ended = Engine.read {
       $0.addCompletionHandler({ outcome in handler(Self.typed(outcome)) }, to: recordIndex)

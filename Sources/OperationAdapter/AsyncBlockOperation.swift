@@ -12,7 +12,7 @@ public import Foundation
 /// It is asynchronous in Foundation's sense (`isAsynchronous` is `true`): `start()` launches a
 /// `Task` and returns, so the closure never blocks one of the queue's threads, and the
 /// operation finishes when the task ends — however it ends, by construction exactly once, with
-/// the state notifications Foundation needs (P1). `cancel()` also cancels that task
+/// the state notifications Foundation needs. `cancel()` also cancels that task
 /// (`Task.isCancelled` becomes `true` inside the closure); an operation cancelled before it
 /// starts never runs its closure, as in Foundation. An error the closure throws is kept in
 /// ``error``; the operation finishes either way (Foundation has no failed state).
@@ -32,7 +32,7 @@ public final class AsyncBlockOperation: Operation, @unchecked Sendable {
   }
 
   private let state = LockedValue(State.initial)
-  /// Released when the run ends, so captures do not outlive it (P8).
+  /// Released when the run ends, so captures do not outlive it.
   private let body: LockedValue<(@Sendable () async throws -> Void)?>
   private let failure = LockedValue<(any Error)?>(nil)
 

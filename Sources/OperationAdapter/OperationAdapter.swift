@@ -36,9 +36,9 @@ extension ActorQueue {
   /// - The outcome: the handle ends `.finished` with the operation itself as its value, so
   ///   you read its outputs from it; or `.cancelled` (`value` throws `CancellationError`) if
   ///   the operation's `isCancelled` is `true` when it finishes, whoever cancelled it.
-  /// - Cancellation both ways: cancelling the handle (or ``cancelAllOperations()``) calls the
+  /// - Cancellation both ways: cancelling the handle (or `cancelAllOperations()`) calls the
   ///   operation's `cancel()`. A handle cancelled while waiting follows `OperationQueue`, the
-  ///   adapter's one exception to "a cancelled waiting operation ends at once" (P2): the legacy
+  ///   adapter's one exception to "a cancelled waiting operation ends at once": the legacy
   ///   operation is cancelled and started at once, outside the queue's slot accounting (it
   ///   takes no slot, even in a suspended queue), so its `start()` sees `isCancelled`, it
   ///   reaches `isFinished`, its `completionBlock` and Foundation dependents run; the handle
@@ -51,7 +51,7 @@ extension ActorQueue {
   ///   an `OperationQueue` runs other ready operations meanwhile: a chain of legacy operations
   ///   on a queue with limit 1 cannot deadlock, whatever order they are added in, and an
   ///   operation that is not ready does not hold a serial queue's only slot. They are shown in
-  ///   ``AnyQueueOperation/dependencies`` as one operation named "legacy dependencies of …".
+  ///   the handle's `dependencies` as one operation named "legacy dependencies of …".
   ///   Dependencies added to the legacy operation later are still honoured, but while holding
   ///   the slot. The handle can also take and be given ActorQueue dependencies.
   /// - What legacy code does to the operation while the handle waits reaches the handle:
@@ -90,7 +90,7 @@ extension ActorQueue {
   ///
   /// Cost: about 4–7 µs per trivial operation in an unlimited queue (release build, two busy
   /// Linux cores), 1.9–2.5 times running it in an `OperationQueue` directly, measured in the
-  /// same runs: a ``QueueOperation`` and a hop to one of the adapter's threads, so that a
+  /// same runs: a `QueueOperation` and a hop to one of the adapter's threads, so that a
   /// blocking `main()` cannot stall Swift tasks; an operation still unfinished when `start()`
   /// returns also gets a sentinel `Operation`. No task waits while it runs. A queue with a
   /// small limit is bound by the round trip of each operation (about 40 µs per operation with
@@ -132,7 +132,7 @@ extension ActorQueue {
   /// in the same order.
   ///
   /// Each operation behaves as with ``addOperation(legacy:)``. The batch is submitted whole
-  /// (through ``addOperations(_:)``), so on a queue that cannot start all of them at once the
+  /// (through `addOperations(_:)`), so on a queue that cannot start all of them at once the
   /// waiting ones are ordered by `queuePriority` among themselves, whatever their order in the
   /// array: Foundation's `addOperations(_:waitUntilFinished:)` on a serial queue runs four
   /// operations of priorities normal, low, veryHigh, veryLow as veryHigh, normal, low, veryLow.
@@ -149,7 +149,7 @@ extension ActorQueue {
   ///
   /// - Throws: as ``addOperation(legacy:)`` for the first operation that cannot run
   ///   (``OperationAdapterError/alreadyAdded`` also when the array holds an operation twice), or
-  ///   as ``addOperations(_:)``. Nothing is enqueued then.
+  ///   as `addOperations(_:)`. Nothing is enqueued then.
   @discardableResult
   public nonisolated func addOperations(legacy operations: [Operation]) throws -> [QueueOperation<Operation>]
   {
@@ -175,10 +175,10 @@ extension ActorQueue {
 extension QueueOperation where Success: Operation {
   /// A prepared operation that runs the legacy `operation` unchanged, not in any queue yet.
   ///
-  /// Give it dependencies or make other operations depend on it like any ``QueueOperation``,
-  /// then add it with ``ActorQueue/addOperation(_:)``. It behaves as described at
+  /// Give it dependencies or make other operations depend on it like any `QueueOperation`,
+  /// then add it with `ActorQueue.addOperation(_:)`. It behaves as described at
   /// ``ActorQueue/addOperation(legacy:)``; its name and priority are the legacy operation's
-  /// `name` and `queuePriority` (whose raw values are ``OperationPriority``'s).
+  /// `name` and `queuePriority` (whose raw values are `OperationPriority`'s).
   ///
   /// Misuse: an initialiser cannot throw here, so if `operation` has already finished, is
   /// executing or is wrapped by another unfinished handle, this operation fails with the

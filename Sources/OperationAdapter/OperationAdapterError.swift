@@ -1,8 +1,25 @@
-/// Misuse of the adapter between Foundation's `Operation` and ``ActorQueue``, or a legacy
+/// Misuse of the adapter between Foundation's `Operation` and `ActorQueue`, or a legacy
 /// operation that did not finish in time.
 ///
-/// Compare with the static members (`error == .alreadyFinished`); new codes may be added
-/// without breaking your code. ``description`` says what to do instead.
+/// Match it by its static members wherever the error is an `any Error`, as you would an enum
+/// case:
+///
+/// ```swift
+/// do {
+///   let handle = try queue.addOperation(legacy: operation)
+///   _ = try await handle.value
+/// } catch OperationAdapterError.alreadyFinished {
+///   // an Operation runs once: create a new instance
+/// } catch OperationAdapterError.timedOut {
+///   // only with addOperation(legacy:timeout:)
+/// }
+/// ```
+///
+/// `switch error { case OperationAdapterError.alreadyAdded: … }`,
+/// `catch let error as OperationAdapterError where error == .alreadyAdded` and, in a Swift
+/// Testing suite, `#expect(throws: OperationAdapterError.alreadyFinished) { … }` work too. It is
+/// a struct with static members rather than an enum so that new codes may be added without
+/// breaking your code. ``description`` says what to do instead.
 public struct OperationAdapterError: Error, Equatable, Sendable, CustomStringConvertible {
   private enum Code: Equatable, Sendable {
     case alreadyFinished
@@ -24,7 +41,7 @@ public struct OperationAdapterError: Error, Equatable, Sendable, CustomStringCon
   public static let alreadyExecuting = OperationAdapterError(.alreadyExecuting)
 
   /// The legacy operation was handed to the adapter before and has not finished: it is wrapped
-  /// by another ``QueueOperation`` already. Nothing was enqueued.
+  /// by another `QueueOperation` already. Nothing was enqueued.
   public static let alreadyAdded = OperationAdapterError(.alreadyAdded)
 
   /// The legacy operation did not signal that it finished within the timeout given to
@@ -32,6 +49,13 @@ public struct OperationAdapterError: Error, Equatable, Sendable, CustomStringCon
   /// its `cancel()`, released the queue's slot and ended the operation `.failed`; the legacy
   /// operation itself is abandoned and may still be running.
   public static let timedOut = OperationAdapterError(.timedOut)
+
+  /// Whether `error` is an `OperationAdapterError` with this code: what makes
+  /// `catch OperationAdapterError.alreadyFinished` and `case OperationAdapterError.timedOut:`
+  /// match an `any Error`. An error of any other type never matches.
+  public static func ~= (pattern: OperationAdapterError, error: any Error) -> Bool {
+    (error as? OperationAdapterError) == pattern
+  }
 
   /// What went wrong and what to do instead.
   public var description: String {

@@ -4,7 +4,7 @@ import Foundation
 /// Cancelling N waiting ops: add them to a suspended queue (not timed), then time
 /// `cancelAllOperations()` until every op is terminal and the queue is empty.
 ///
-/// OperationQueue keeps a cancelled op queued until its turn (P2): in a suspended queue its
+/// OperationQueue keeps a cancelled op queued until its turn: in a suspended queue its
 /// ops never end, so the OperationQueue run must also resume the queue and wait; that is the
 /// price its users pay. ActorQueue ends waiting ops at once, even suspended. No task-per-op baseline: a
 /// TaskGroup has no waiting, unstarted child to cancel.

@@ -2,7 +2,7 @@ import ActorQueue
 import Foundation
 import Synchronization
 
-/// The download manager script (a live limit change under load, P3): transfers of 20–40 ms
+/// The download manager script (a live limit change under load): transfers of 20–40 ms
 /// (seeded) on a queue limited to 3; after 100 ms the limit is raised to 10, after another
 /// 100 ms lowered to 5. Measured: the time from each change until the executing count honours
 /// it (reaches 10; falls to 5 or below). Lowering never interrupts a running transfer, in

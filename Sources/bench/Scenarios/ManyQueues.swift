@@ -18,7 +18,7 @@ import Synchronization
 ///    while another queue serves back-to-back requests from the driver thread (add one op,
 ///    wait for its body to signal, repeat). Reported: the other queue's add→start p99 before
 ///    the cancel, and its p99 and max for the requests that overlap the cancel (from the call
-///    until every cancelled op is terminal; OperationQueue must be resumed for that, P2).
+///    until every cancelled op is terminal; OperationQueue must be resumed for that).
 enum ManyQueues {
   static let queueCounts = [1, 2, 4, 8, 16]
   static let limit = 4

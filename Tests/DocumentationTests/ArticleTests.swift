@@ -1,0 +1,266 @@
+import ActorQueue
+import Foundation
+import OperationAdapter
+import TestSupport
+import Testing
+
+/// The DocC articles' examples (Sources/ActorQueue/ActorQueue.docc and
+/// Sources/OperationAdapter/OperationAdapter.docc), compiled and run.
+@Suite("DocC articles")
+struct ArticleTests {
+  struct Offline: Error, CustomStringConvertible {
+    var description: String { "offline" }
+  }
+
+  @Test("The catalog's overview")
+  func overview() async throws {
+    let url = URL(fileURLWithPath: "/images/1.png")
+    @Sendable func fetch(_ url: URL) async throws -> Data { Data(url.lastPathComponent.utf8) }
+    @Sendable func tiltShift(_ data: Data) throws -> String { "tilt-shifted \(data.count) bytes" }
+
+    // snippet: quick-start-docc
+    let queue = ActorQueue(name: "images", maxConcurrentOperationCount: 4)
+    let load = queue.addOperation(name: "load") { try await fetch(url) }
+    let filtered = queue.addOperation(after: load) { data in try tiltShift(data) }
+    let image = try await filtered.value
+    // end snippet
+
+    #expect(image == "tilt-shifted 5 bytes")
+  }
+
+  @Test("Getting started")
+  func gettingStarted() async throws {
+    let transcript = Transcript()
+    @Sendable func print(_ items: Any...) { transcript.print(items) }
+
+    // snippet: docc-getting-started
+    // A queue: at most 2 operations execute at once.
+    let queue = ActorQueue(name: "work", maxConcurrentOperationCount: 2)
+
+    // An operation: an async body; its return value is the operation's value.
+    let greeting = queue.addOperation(name: "greeting") { "hello" }
+    print(try await greeting.value)
+
+    // A prepared operation, given a dependency before it is added.
+    let first = QueueOperation(name: "first") { print("first") }
+    let second = QueueOperation(name: "second") { print("second") }
+    try second.addDependency(first)
+    try queue.addOperations([second, first])
+
+    await queue.waitUntilAllOperationsAreFinished()
+    print(first.state, second.state, queue.operationCount)
+    // end snippet
+
+    try expectOutput(transcript, "docc-getting-started")
+  }
+
+  @Test("An operation's lifecycle")
+  func lifecycle() async throws {
+    let transcript = Transcript()
+    @Sendable func print(_ items: Any...) { transcript.print(items) }
+
+    // snippet: docc-lifecycle
+    let queue = ActorQueue(name: "lifecycle")
+    queue.isSuspended = true
+
+    let job = QueueOperation(name: "job") { 42 }
+    let states = job.events  // subscribed before it is in a queue: it is .pending
+    try queue.addOperation(job)  // .ready: it may start once the queue allows
+    queue.isSuspended = false  // .executing, then .finished
+    for await state in states { print(state) }
+
+    let failing = queue.addOperation(name: "failing") { () throws -> Int in throw Offline() }
+    _ = await failing.result
+    print(failing.state, failing.isFinished)  // failed true: isFinished covers every end
+
+    queue.isSuspended = true
+    let waiting = queue.addOperation(name: "waiting") { 0 }
+    waiting.cancel()  // a waiting operation ends at once, without running
+    print(waiting.state, waiting.isFinished)
+    // end snippet
+
+    try expectOutput(transcript, "docc-lifecycle")
+  }
+
+  @Test("Dependencies and data flow")
+  func dependencies() async throws {
+    let transcript = Transcript()
+    @Sendable func print(_ items: Any...) { transcript.print(items) }
+
+    // snippet: docc-dependencies
+    let network = ActorQueue(name: "network", maxConcurrentOperationCount: 4)
+    let cpu = ActorQueue(name: "cpu", maxConcurrentOperationCount: 2)
+
+    // Typed inputs, across queues: each body receives its inputs' values, in order.
+    let user = network.addOperation(name: "user") { "Ada" }
+    let score = network.addOperation(name: "score") { 97 }
+    let card = cpu.addOperation(name: "card", after: user, score) { name, points in "\(name): \(points)" }
+    print(try await card.value)
+
+    // An input that fails: the dependent never runs, and says which input failed and why.
+    let broken = network.addOperation(name: "broken") { () throws -> String in throw Offline() }
+    let unused = cpu.addOperation(name: "unused", after: broken) { text in text.count }
+    print(await unused.result)
+
+    // Ordering only: runs after its dependency ends, however it ends...
+    let cleanup = QueueOperation(name: "cleanup") { print("cleanup") }
+    try cleanup.addDependency(broken)
+    // ...unless it requires success:
+    let publish = QueueOperation(name: "publish") { print("publish") }
+    try publish.addDependency(broken, requiring: .success)
+    try cpu.addOperations([cleanup, publish])
+    await cpu.waitUntilAllOperationsAreFinished()
+    print(cleanup.state, publish.state)
+
+    // A cycle is refused, and nothing changes.
+    let a = QueueOperation(name: "a") {}
+    let b = QueueOperation(name: "b") {}
+    try b.addDependency(a)
+    do {
+      try a.addDependency(b)
+    } catch ActorQueueError.dependencyCycle {
+      print("refused:", a.dependencies.count, "dependencies on a")
+    }
+    // end snippet
+
+    try expectOutput(transcript, "docc-dependencies")
+  }
+
+  @Test("Cancellation")
+  func cancellation() async throws {
+    let transcript = Transcript()
+    @Sendable func print(_ items: Any...) { transcript.print(items) }
+
+    // snippet: docc-cancellation
+    let queue = ActorQueue(name: "cancellation", maxConcurrentOperationCount: 1)
+    let (started, signal) = AsyncStream<Void>.makeStream()
+    let running = queue.addOperation(name: "running") {
+      signal.finish()
+      while true {
+        try Task.checkCancellation()  // cooperative: the body decides where it can stop
+        await Task.yield()
+      }
+    }
+    let waiting = queue.addOperation(name: "waiting") { print("never runs") }
+    waiting.onCompletion { result in print("waiting ended:", result) }
+
+    for await _ in started {}  // until the running body has begun
+    queue.cancelAllOperations()  // the waiting one ends before this returns
+    print(waiting.state)
+    _ = await running.result
+    print(running.state, running.thrownError == nil)  // it threw CancellationError itself
+
+    // A body that throws an error of its own once cancelled also ends .cancelled.
+    let (begun, begin) = AsyncStream<Void>.makeStream()
+    let download = queue.addOperation(name: "download") { () async throws -> Int in
+      begin.finish()
+      try? await Task.sleep(for: .seconds(60))  // wakes early when cancelled
+      throw Offline()  // as a URL session throws URLError(.cancelled)
+    }
+    for await _ in begun {}
+    download.cancel()
+    print(await download.result, download.state, download.thrownError.map { "\($0)" } ?? "nil")
+    // end snippet
+
+    try expectOutput(transcript, "docc-cancellation")
+  }
+
+  @Test("Events")
+  func events() async throws {
+    let transcript = Transcript()
+    @Sendable func print(_ items: Any...) { transcript.print(items) }
+
+    // snippet: docc-events
+    let queue = ActorQueue(name: "events", maxConcurrentOperationCount: 1)
+    queue.isSuspended = true
+    let all = queue.events  // lossless: every event, however slowly it is read
+    let newest = queue.events(bufferingPolicy: .bufferingNewest(2))  // bounded: the newest 2
+
+    queue.addOperation(name: "a") {}
+    queue.addOperation(name: "b") {}
+    queue.isSuspended = false
+    await queue.waitUntilAllOperationsAreFinished()
+    queue.maxConcurrentOperationCount = 4
+
+    // A queue's stream ends only when the queue is gone: take a prefix (or cancel the reader).
+    for await event in all.prefix(8) { print(event) }
+    for await event in newest.prefix(3) { print("bounded:", event) }
+    // end snippet
+
+    try expectOutput(transcript, "docc-events")
+  }
+
+  @Test("Migrating")
+  func migrating() async throws {
+    let transcript = Transcript()
+    @Sendable func print(_ items: Any...) { transcript.print(items) }
+    let url = URL(fileURLWithPath: "/files/report.pdf")
+    @Sendable func download(_ url: URL) async throws -> Data { Data(url.lastPathComponent.utf8) }
+
+    // snippet: docc-migrating
+    // Before: let queue = OperationQueue(); queue.maxConcurrentOperationCount = 3
+    let queue = ActorQueue(name: "downloads", maxConcurrentOperationCount: 3)
+
+    // Before: an Operation subclass with isExecuting/isFinished KVO around a callback API.
+    let file = queue.addOperation(name: "download") { try await download(url) }
+
+    // Before: completionBlock = { [weak op] in … }
+    file.onCompletion { result in print("downloaded:", (try? result.get())?.count ?? 0, "bytes") }
+
+    // Before: op.waitUntilFinished(), which blocks a thread.
+    let data = try await file.value
+    print(String(decoding: data, as: UTF8.self))
+    // end snippet
+
+    try expectOutput(transcript, "docc-migrating")
+  }
+
+  @Test("The adapter's overview")
+  func adapter() async throws {
+    let transcript = Transcript()
+    @Sendable func print(_ items: Any...) { transcript.print(items) }
+    let legacyQueue = OperationQueue()
+    legacyQueue.maxConcurrentOperationCount = 1
+
+    // snippet: docc-adapter
+    // A legacy Operation, unchanged, in an ActorQueue: its handle's value is the operation.
+    let queue = ActorQueue(name: "images", maxConcurrentOperationCount: 2)
+    let filter = try queue.addOperation(legacy: TiltShiftOperation(image: Image(name: "cat.png")))
+    print(try await filter.value.outputImage?.name ?? "none")
+
+    // New async work in an old OperationQueue.
+    let upload = AsyncBlockOperation { print("uploaded") }
+    legacyQueue.addOperation(upload)
+
+    // A Foundation operation that waits for ActorQueue work.
+    let refresh = queue.addOperation(name: "refresh") { "token" }
+    let marker = refresh.asFoundationOperation()
+    let fetch = BlockOperation { print("fetching after", refresh.state) }
+    fetch.addDependency(marker)
+    legacyQueue.addOperation(marker)  // Foundation finishes only operations it starts
+    legacyQueue.addOperation(fetch)
+    // end snippet
+
+    await legacyQueue.allFinished()
+    try expectOutput(transcript, "docc-adapter")
+  }
+
+  @Test("The adapter's errors")
+  func adapterErrors() async throws {
+    let transcript = Transcript()
+    @Sendable func print(_ items: Any...) { transcript.print(items) }
+    let queue = ActorQueue(name: "legacy")
+    let finished = TiltShiftOperation(image: Image(name: "cat.png"))
+    _ = try await queue.addOperation(legacy: finished).value
+
+    // snippet: docc-adapter-errors
+    do {
+      _ = try queue.addOperation(legacy: finished)
+    } catch OperationAdapterError.alreadyFinished {
+      print("an Operation runs once: create a new instance")
+    }
+    // end snippet
+
+    try expectOutput(transcript, "docc-adapter-errors")
+  }
+}

@@ -1,0 +1,238 @@
+import Foundation
+
+// Migration.md's "before" examples: Foundation code as the field writes it, compiled in Swift 6
+// language mode so the document shows code that builds today. Never run (the point of each is
+// what it does wrong); the "after" examples run in MigrationTests.
+
+// snippet: async-operation-before
+final class DownloadOperation: Operation, @unchecked Sendable {
+  let url: URL
+  var data: Data?
+  private let session = Session()
+  private var task: DataTask?
+  private var _executing = false
+  private var _finished = false
+
+  init(url: URL) { self.url = url }
+
+  override var isAsynchronous: Bool { true }
+  override var isExecuting: Bool { _executing }
+  override var isFinished: Bool { _finished }
+
+  override func start() {
+    if isCancelled {
+      finish()
+      return
+    }
+    willChangeValue(forKey: "isExecuting")
+    _executing = true
+    didChangeValue(forKey: "isExecuting")
+    task = session.dataTask(with: url) { data, _, _ in
+      self.data = data
+      self.finish()  // forget this on one path and the queue's slot is lost for good
+    }
+    task?.resume()
+  }
+
+  override func cancel() {
+    super.cancel()
+    task?.cancel()
+  }
+
+  private func finish() {
+    willChangeValue(forKey: "isExecuting")
+    willChangeValue(forKey: "isFinished")
+    _executing = false
+    _finished = true
+    didChangeValue(forKey: "isExecuting")
+    didChangeValue(forKey: "isFinished")
+  }
+}
+// end snippet
+
+final class SumPairsOperation: Operation, @unchecked Sendable {
+  let pairs: [(Int, Int)]
+  var sums: [Int] = []
+  init(pairs: [(Int, Int)]) { self.pairs = pairs }
+
+  // snippet: loop-before
+  override func main() {
+    for pair in pairs {
+      if isCancelled { return }  // finishes as if it had succeeded
+      sums.append(pair.0 + pair.1)
+    }
+  }
+  // end snippet
+}
+
+final class ImageLoadOperation: Operation, @unchecked Sendable {
+  let url: URL
+  var outputImage: Image?
+  init(url: URL) { self.url = url }
+  override func main() { outputImage = Image(name: url.lastPathComponent) }
+}
+
+final class TiltShiftFilterOperation: Operation, @unchecked Sendable {
+  var inputImage: Image?
+  var outputImage: Image?
+  override func main() { outputImage = inputImage.map { Image(name: "\($0.name), tilt-shifted") } }
+}
+
+func pipelineBefore(queue: OperationQueue, url: URL) {
+  // snippet: pipeline-before
+  let load = ImageLoadOperation(url: url)
+  let filter = TiltShiftFilterOperation()
+  let transfer = BlockOperation { [unowned load, unowned filter] in
+    filter.inputImage = load.outputImage  // nil if the load failed: the filter cannot tell
+  }
+  transfer.addDependency(load)
+  filter.addDependency(transfer)
+  queue.addOperations([load, transfer, filter], waitUntilFinished: false)
+  // end snippet
+}
+
+final class ProcessOperation: Operation, @unchecked Sendable {
+  let item: Int
+  var output = 0
+  init(item: Int) { self.item = item }
+  override func main() { output = item * item }
+}
+
+final class LegacyStore: @unchecked Sendable {
+  var values: [Int] = []
+  func append(_ value: Int) { values.append(value) }
+}
+
+func batchBefore(items: [Int], store: LegacyStore) {
+  // snippet: batch-before
+  let batch = OperationQueue()
+  batch.maxConcurrentOperationCount = 2
+  batch.isSuspended = true
+  let results = OperationQueue()
+  results.maxConcurrentOperationCount = 1  // one append at a time, in the order the items finish
+  for item in items {
+    let work = ProcessOperation(item: item)
+    let append = BlockOperation { [unowned work] in store.append(work.output) }
+    append.addDependency(work)
+    batch.addOperation(work)
+    results.addOperation(append)
+  }
+  batch.isSuspended = false  // start; or batch.cancelAllOperations(), which leaves them queued
+  batch.waitUntilAllOperationsAreFinished()  // blocks this thread
+  // end snippet
+}
+
+func serialBefore() {
+  // snippet: serial-before
+  let serial = OperationQueue()
+  serial.maxConcurrentOperationCount = 1
+  let low = BlockOperation { print("low") }
+  low.queuePriority = .low
+  let high = BlockOperation { print("high") }
+  high.queuePriority = .high
+  serial.addOperation(low)  // an idle queue starts it at once: priority orders only the waiting
+  serial.addOperation(high)
+  low.queuePriority = .veryHigh  // a hint: a waiting operation may not be re-sorted
+  // end snippet
+}
+
+final class FetchProfileOperation: Operation, @unchecked Sendable {
+  var data: Data?
+  override func main() { data = Data("Ada".utf8) }
+}
+
+final class ParseProfileOperation: Operation, @unchecked Sendable {
+  var userName: String?
+  override func main() {
+    let fetch = dependencies.compactMap { $0 as? FetchProfileOperation }.first
+    userName = fetch?.data.map { String(decoding: $0, as: UTF8.self) }
+  }
+}
+
+func uiBefore(network: OperationQueue, label: Label) {
+  // snippet: ui-before
+  let fetch = FetchProfileOperation()
+  let parse = ParseProfileOperation()  // finds its input by casting its dependencies
+  parse.addDependency(fetch)
+  let update = BlockOperation { [unowned parse] in
+    let name = parse.userName ?? ""
+    MainActor.assumeIsolated { label.text = name }  // Swift 6 needs the main actor spelled out
+  }
+  update.addDependency(parse)
+  network.addOperations([fetch, parse], waitUntilFinished: false)
+  OperationQueue.main.addOperation(update)
+  // end snippet
+}
+
+final class LoginOperation: Operation, @unchecked Sendable {
+  var error: (any Error)?
+}
+
+func crossQueueBefore(networkQueue: OperationQueue, databaseQueue: OperationQueue) {
+  // snippet: cross-queue-before
+  let login = LoginOperation()
+  let profile = FetchProfileOperation()
+  profile.addDependency(login)  // runs even if login failed; it must check login.error itself
+  networkQueue.addOperation(login)
+  databaseQueue.addOperation(profile)
+  // end snippet
+}
+
+func waitingBefore(queue: OperationQueue, op: FetchProfileOperation) {
+  // snippet: waiting-before
+  queue.waitUntilAllOperationsAreFinished()  // blocks the thread (the UI, on the main thread)
+  op.waitUntilFinished()
+  let data = op.data  // then read its output
+  // end snippet
+  _ = data
+}
+
+final class CountOperation: Operation, @unchecked Sendable {
+  var result = 0
+}
+
+func completionBefore(op: CountOperation, show: @escaping @Sendable (Int) -> Void) {
+  // snippet: completion-before
+  op.completionBlock = { [weak op] in  // without [weak op]: a retain cycle
+    guard let op, !op.isCancelled else { return }
+    show(op.result)
+  }
+  // end snippet
+}
+
+final class Cache: Sendable {
+  func flush() {}
+}
+
+func blocksBefore(queue: OperationQueue, cache: Cache, urls: [URL], thumbnails: LegacyThumbnails) {
+  // snippet: blocks-before
+  queue.addBarrierBlock { cache.flush() }  // after everything added before it
+  let blocks = BlockOperation()
+  for url in urls {
+    blocks.addExecutionBlock { thumbnails.make(url) }  // concurrent; results kept by hand
+  }
+  queue.addOperation(blocks)
+  // end snippet
+}
+
+final class LegacyThumbnails: @unchecked Sendable {
+  private let lock = NSLock()
+  private var made: [URL] = []
+  func make(_ url: URL) { lock.withLock { made.append(url) } }
+}
+
+func adapterStepOneBefore(image: Image, imageView: ImageView) {
+  // snippet: adapter-step1-before
+  let queue = OperationQueue()
+  queue.maxConcurrentOperationCount = 4
+
+  let filter = TiltShiftOperation(image: image)  // a legacy subclass
+  filter.completionBlock = { [weak filter] in  // the [weak] dance
+    guard let filter, !filter.isCancelled, let output = filter.outputImage else { return }
+    DispatchQueue.main.async { imageView.image = output }
+  }
+  queue.addOperation(filter)
+  // leaving the screen:
+  queue.cancelAllOperations()
+  // end snippet
+}

@@ -1,0 +1,371 @@
+import ActorQueue
+import Foundation
+import Testing
+
+/// Migration.md's "after" examples, compiled and run; each prints what the document shows.
+@Suite("Migration.md")
+struct MigrationTests {
+  struct Offline: Error, CustomStringConvertible {
+    var description: String { "offline" }
+  }
+
+  // MARK: Field scenarios
+
+  @Test("An image pipeline: data between steps")
+  func imagePipeline() async throws {
+    let transcript = Transcript()
+    @Sendable func print(_ items: Any...) { transcript.print(items) }
+    let queue = ActorQueue(name: "images", maxConcurrentOperationCount: 4)
+    let imageView = ImageView()
+    let url = URL(fileURLWithPath: "/photos/beach.jpg")
+    let badURL = URL(fileURLWithPath: "/photos/missing.jpg")
+    @Sendable func loadImage(_ url: URL) async throws -> Image {
+      guard url == badURL else { return Image(name: url.lastPathComponent) }
+      throw Offline()
+    }
+    @Sendable func tiltShift(_ image: Image) throws -> Image { Image(name: "\(image.name), tilt-shifted") }
+
+    // snippet: pipeline-after
+    let load = queue.addOperation(name: "load") { try await loadImage(url) }
+    let filter = queue.addOperation(name: "tilt-shift", after: load) { image in try tiltShift(image) }
+    let show = ActorQueue.main.addOperation(name: "show", after: filter) { image in
+      imageView.image = image  // on the main actor
+      print("showing", image)
+    }
+    try await show.value
+
+    // When the load fails, the filter never runs: it fails with an error naming its input.
+    let broken = queue.addOperation(name: "load") { try await loadImage(badURL) }
+    let unfiltered = queue.addOperation(name: "tilt-shift", after: broken) { image in try tiltShift(image) }
+    do {
+      _ = try await unfiltered.value
+    } catch let failure as DependencyFailedError {
+      print(unfiltered.state, "-", failure)
+    }
+    // end snippet
+
+    try expectOutput(transcript, "pipeline-after")
+  }
+
+  @Test("Cancelling a loop")
+  func cancellingALoop() async throws {
+    let transcript = Transcript()
+    @Sendable func print(_ items: Any...) { transcript.print(items) }
+    let queue = ActorQueue(name: "sums")
+    let pairs = [(1, 2), (3, 4), (5, 6)]
+
+    // snippet: loop-after
+    let sums = queue.addOperation(name: "sums") {
+      var sums: [Int] = []
+      for pair in pairs {
+        try Task.checkCancellation()  // cancelled: throws, and the operation ends .cancelled
+        sums.append(pair.0 + pair.1)
+      }
+      return sums
+    }
+    print(try await sums.value)
+    // end snippet
+
+    try expectOutput(transcript, "loop-after")
+  }
+
+  @Test("Cancelling a call that reports only through a callback")
+  func cancellingACallbackCall() async throws {
+    let transcript = Transcript()
+    @Sendable func print(_ items: Any...) { transcript.print(items) }
+    let queue = ActorQueue(name: "exports")
+    let exporter = Exporter()
+
+    // snippet: loop-callback-after
+    let export = queue.addOperation(name: "export") {
+      try await withTaskCancellationHandler {
+        try await exporter.run { percent in print("exported \(percent)%") }  // callbacks only
+      } onCancel: {
+        exporter.stop()  // the callback API's own way to stop; run() then throws its own error
+      }
+    }
+    await exporter.reached(50)
+    export.cancel()
+    _ = await export.result
+    print(export.state)  // cancelled, although run() threw its own error, not CancellationError
+    // end snippet
+
+    try expectOutput(transcript, "loop-callback-after")
+    #expect(export.thrownError is Exporter.Stopped)
+  }
+
+  @Test("A batch built on a suspended queue")
+  func batchOnASuspendedQueue() async throws {
+    let transcript = Transcript()
+    @Sendable func print(_ items: Any...) { transcript.print(items) }
+    @Sendable func process(_ item: Int) async throws -> Int {
+      for _ in 0..<(7 - item) { await Task.yield() }  // later items finish sooner
+      return item * item
+    }
+
+    // snippet: batch-after
+    let batch = ActorQueue(name: "batch", maxConcurrentOperationCount: 2)
+    batch.isSuspended = true  // build the whole batch first
+    let results = ActorQueue(name: "results", maxConcurrentOperationCount: 1)  // one append at a time
+    let store = ResultStore()
+    var previous: AnyQueueOperation?
+    for item in 1...6 {
+      let work = batch.addOperation(name: "item \(item)") { try await process(item) }
+      let append = results.addOperation(after: work) { value in await store.append(value) }
+      // Without this line the appends run in the order the items finish, not the order added.
+      if let previous { try append.addDependency(previous) }
+      previous = append
+    }
+    batch.isSuspended = false  // start (or batch.cancelAllOperations() to drop the whole batch)
+    await batch.waitUntilAllOperationsAreFinished()
+    await results.waitUntilAllOperationsAreFinished()
+    print(await store.values)
+    // end snippet
+
+    // snippet: batch-cancel-after
+    let dropped = ActorQueue(name: "dropped", maxConcurrentOperationCount: 2)
+    dropped.isSuspended = true
+    let items = (1...6).map { item in dropped.addOperation { try await process(item) } }
+    dropped.cancelAllOperations()  // waiting operations end at once, even in a suspended queue
+    print(items.filter { $0.state == .cancelled }.count, "of", items.count, "cancelled")
+    // end snippet
+
+    try expectOutput(transcript, "batch-after")
+  }
+
+  @Test("A serial queue with priorities")
+  func serialQueueWithPriorities() async throws {
+    let transcript = Transcript()
+    @Sendable func print(_ items: Any...) { transcript.print(items) }
+
+    // snippet: serial-after
+    let serial = ActorQueue(name: "serial", maxConcurrentOperationCount: 1)
+    serial.isSuspended = true  // or busy: priority orders the operations that wait
+    let low = serial.addOperation(name: "low", priority: .low) { print("low, raised to veryHigh") }
+    serial.addOperation(name: "high", priority: .high) { print("high") }
+    serial.addOperation(name: "normal") { print("normal") }
+    low.queuePriority = .veryHigh  // re-sorts a waiting operation at once
+    serial.isSuspended = false
+    await serial.waitUntilAllOperationsAreFinished()
+
+    // One batch is ordered by priority too, even on an idle queue:
+    let a = QueueOperation(name: "a", priority: .low) { print("batch: low") }
+    let b = QueueOperation(name: "b", priority: .veryHigh) { print("batch: veryHigh") }
+    try await serial.addOperations([a, b], waitUntilFinished: true)
+    // end snippet
+
+    try expectOutput(transcript, "serial-after")
+  }
+
+  @Test("UI updates at the end")
+  @MainActor
+  func uiUpdatesAtTheEnd() async throws {
+    let transcript = Transcript()
+    @Sendable func print(_ items: Any...) { transcript.print(items) }
+    let network = ActorQueue(name: "network", maxConcurrentOperationCount: 4)
+    let database = ActorQueue(name: "database", maxConcurrentOperationCount: 1)
+    let label = Label()
+    struct Profile: Sendable {
+      var name: String
+      init(json: Data) throws { name = String(decoding: json, as: UTF8.self) }
+    }
+    @Sendable func fetchProfile() async throws -> Data { Data("Ada".utf8) }
+    actor Store { func save(_ profile: Profile) {} }
+    let store = Store()
+
+    // snippet: ui-after
+    let fetch = network.addOperation(name: "fetch") { try await fetchProfile() }
+    let parse = network.addOperation(name: "parse", after: fetch) { data in try Profile(json: data) }
+    let save = database.addOperation(name: "save", after: parse) { profile in
+      await store.save(profile)
+      return profile
+    }
+    let update = ActorQueue.main.addOperation(name: "update UI", after: save) { profile in
+      label.text = profile.name  // main-actor state, no await: the body is @MainActor
+    }
+    try await update.value
+    print("label:", label.text)
+    // end snippet
+
+    try expectOutput(transcript, "ui-after")
+  }
+
+  // MARK: Idioms
+
+  @Test("An asynchronous operation")
+  func asynchronousOperation() async throws {
+    let transcript = Transcript()
+    @Sendable func print(_ items: Any...) { transcript.print(items) }
+    let queue = ActorQueue(name: "downloads")
+    let session = Session(waitsForCancellation: true)
+    let url = URL(fileURLWithPath: "/files/report.pdf")
+
+    // snippet: async-operation-after
+    let download = queue.addOperation(name: "download") { try await session.data(from: url).0 }
+    // end snippet
+    for await _ in session.started.stream { break }
+
+    // snippet: async-operation-cancel-after
+    download.cancel()
+    print(await download.result)  // what value throws: CancellationError
+    print(download.state, "-", download.thrownError is URLError)  // what the body threw is kept
+    // end snippet
+
+    try expectOutput(transcript, "async-operation-cancel-after")
+  }
+
+  @Test("Dependencies across queues, and a failure policy")
+  func dependenciesAcrossQueues() async throws {
+    let transcript = Transcript()
+    @Sendable func print(_ items: Any...) { transcript.print(items) }
+    let networkQueue = ActorQueue(name: "network")
+    let databaseQueue = ActorQueue(name: "database")
+    struct API: Sendable {
+      func logIn() async throws -> String { throw Offline() }
+      func profile() async throws -> String { "Ada" }
+    }
+    let api = API()
+
+    // snippet: cross-queue-after
+    let login = QueueOperation(name: "login") { try await api.logIn() }
+    let profile = QueueOperation(name: "profile") { try await api.profile() }
+    try profile.addDependency(login, requiring: .success)  // or addDependency(login): however it ends
+    try networkQueue.addOperation(login)
+    try databaseQueue.addOperation(profile)
+
+    await profile.waitUntilFinished()
+    print(profile.state, "-", await profile.result)
+    // end snippet
+
+    try expectOutput(transcript, "cross-queue-after")
+  }
+
+  @Test("Waiting")
+  func waiting() async throws {
+    let queue = ActorQueue(name: "work")
+    let op = queue.addOperation { 42 }
+
+    // snippet: waiting-after
+    await queue.waitUntilAllOperationsAreFinished()  // suspends; no thread blocks
+    let value = try await op.value  // one operation's value (or its error)
+    // end snippet
+
+    #expect(value == 42)
+  }
+
+  @Test("Completion without a retain cycle")
+  func completion() async throws {
+    let transcript = Transcript()
+    @Sendable func print(_ items: Any...) { transcript.print(items) }
+    @Sendable func show(_ value: Int) { print("showing", value) }
+    let queue = ActorQueue(name: "work")
+    let op = queue.addOperation { 42 }
+
+    // snippet: completion-after
+    op.onCompletion { result in
+      if case .success(let value) = result { show(value) }  // runs once; released after it runs
+    }
+    // end snippet
+    await op.waitUntilFinished()
+
+    try expectOutput(transcript, "completion-after")
+  }
+
+  @Test("Observing state")
+  func observingState() async throws {
+    let transcript = Transcript()
+    @Sendable func print(_ items: Any...) { transcript.print(items) }
+    let queue = ActorQueue(name: "sync")
+    let spinner = Spinner()
+    let logged = LockedValue(0)
+    @Sendable func log(_ event: QueueEvent) { logged.withLock { $0 += 1 } }
+    @Sendable func syncEverything() async throws {}
+
+    // snippet: observing-after
+    // A queue's events never end by themselves: consume them in a task, and cancel it when done.
+    let logging = Task {
+      for await event in queue.events { log(event) }
+    }
+
+    // An operation's events end after its terminal state. Prepared, it starts as pending.
+    let sync = QueueOperation(name: "sync") { try await syncEverything() }
+    let states = sync.events
+    try queue.addOperation(sync)
+    for await state in states {
+      switch state {
+      case .executing: await spinner.start()
+      case .finished, .failed, .cancelled: await spinner.stop()
+      default: break
+      }
+      print(state)
+    }
+    logging.cancel()
+    // end snippet
+
+    try expectOutput(transcript, "observing-after")
+    #expect(await !spinner.isSpinning)
+  }
+
+  @Test("Barriers and several blocks")
+  func barriersAndBlocks() async throws {
+    let transcript = Transcript()
+    @Sendable func print(_ items: Any...) { transcript.print(items) }
+    let queue = ActorQueue(name: "thumbnails")
+    actor Cache {
+      func flush() async { flushed = true }
+      private(set) var flushed = false
+    }
+    let cache = Cache()
+    let urls = ["a.png", "b.png", "c.png"].map { URL(fileURLWithPath: "/images/\($0)") }
+    @Sendable func thumbnail(_ url: URL) async throws -> String {
+      #expect(await cache.flushed)
+      return "thumbnail of \(url.lastPathComponent)"
+    }
+
+    // snippet: blocks-after
+    queue.addBarrierBlock { await cache.flush() }  // after everything added before it
+    let thumbnails = queue.addOperation(blocks: urls.map { url in { try await thumbnail(url) } })
+    print(try await thumbnails.value)  // the blocks' values, in the order of urls
+    // end snippet
+
+    try expectOutput(transcript, "blocks-after")
+  }
+}
+
+/// A long call that reports progress only through a callback, and stops when told to.
+final class Exporter: Sendable {
+  struct Stopped: Error {}
+  private let state = LockedValue(
+    (stopped: false, percent: 0, waiters: [(Int, CheckedContinuation<Void, Never>)]()))
+
+  /// Reports 0, 10, … 100 through `progress`; throws `Stopped` once `stop()` was called.
+  func run(progress: @Sendable (Int) -> Void) async throws {
+    for percent in stride(from: 0, through: 100, by: 10) {
+      if state.withLock({ $0.stopped }) { throw Stopped() }
+      progress(percent)
+      let ready = state.withLock { state in
+        state.percent = percent
+        let ready = state.waiters.filter { $0.0 <= percent }.map(\.1)
+        state.waiters.removeAll { $0.0 <= percent }
+        return ready
+      }
+      for waiter in ready { waiter.resume() }
+      if percent == 50 { while !state.withLock({ $0.stopped }) { await Task.yield() } }
+    }
+  }
+
+  /// Stops a running `run` at its next step.
+  func stop() { state.withLock { $0.stopped = true } }
+
+  /// Suspends until `run` has reported `percent`.
+  func reached(_ percent: Int) async {
+    await withCheckedContinuation { continuation in
+      let now = state.withLock { state in
+        if state.percent >= percent { return true }
+        state.waiters.append((percent, continuation))
+        return false
+      }
+      if now { continuation.resume() }
+    }
+  }
+}

@@ -195,7 +195,9 @@ public class AnyQueueOperation: Hashable, @unchecked Sendable, CustomStringConve
 
   /// `name (op#N): state`.
   public var description: String {
-    "\(name ?? "operation") (\(id)): \(state)"
+    // A handle whose record lives in a scheduler value of a test's own has no state to read here.
+    guard isInEngine else { return "\(name ?? "operation") (\(id))" }
+    return "\(name ?? "operation") (\(id)): \(state)"
   }
 
   /// Identity: an operation equals only itself.

@@ -280,4 +280,34 @@ struct PauseSchedulerTests {
     h.setLimit(3, of: q)
     #expect(!h.pauseFlag("a") && !h.pauseFlag("b") && !h.pauseFlag("c"))
   }
+
+  @Test(
+    "A body asked to pause that reaches its checkpoint after its suspended queue was released is cancelled, not paused for good"
+  )
+  func checkpointAfterReleaseOfSuspendedQueue() {
+    var h = SchedulerHarness()
+    let q = h.makeQueue(limit: 3)
+    h.add("held", "kept", "excess", to: q)
+    h.pause("held")
+    h.setLimit(1, of: q, pausingExcess: true)  // held will pause already: one more, the latest started
+    let excessAsked = h.pauseFlag("excess") && !h.pauseFlag("kept")
+    #expect(excessAsked)
+    h.event { scheduler, now, effects in scheduler.setSuspended(true, of: q, now: now, &effects) }
+    h.event { scheduler, now, effects in scheduler.releaseQueue(q, now: now, &effects) }
+    let statesAfterRelease = [h.state("held"), h.state("kept"), h.state("excess")]
+    #expect(statesAfterRelease == [.executing, .executing, .executing], "executing ops are not cancelled")
+    let heldDecision = h.checkpoint("held")
+    #expect(heldDecision == .cancelled)
+    let cancelledTasks = h.lastEffects.cancellations?.count ?? 0
+    #expect(cancelledTasks == 1, "its task is cancelled too")
+    let excessDecision = h.checkpoint("excess")
+    #expect(excessDecision == .cancelled)
+    h.end("held", with: .failure(CancellationError()))
+    h.end("excess", with: .failure(CancellationError()))
+    h.end("kept")
+    let ends = [h.state("held"), h.state("excess"), h.state("kept")]
+    #expect(ends == [.cancelled, .cancelled, .finished])
+    let queueFreed = !h.scheduler.queues[q].isLive
+    #expect(queueFreed, "the released queue is freed once they ended")
+  }
 }

@@ -127,6 +127,13 @@ extension Scheduler {
     switch operations[index].state {
     case .executing where operations[index].pauseHeld || operations[index].excessPaused:
       let queue = operations[index].queue
+      if queues[queue].isReleased, queues[queue].machine.isSuspended {
+        // Nobody can resume its queue: paused now, it could never get a slot again. It is
+        // cancelled instead, as releasing the queue cancelled what waited in it.
+        cancel(index, &effects)
+        settle(now: now, &effects)
+        return .cancelled
+      }
       // The worker's flag stays set while paused: other tasks of the body that reach a
       // checkpoint wait too.
       queues[queue].machine.operationPaused()

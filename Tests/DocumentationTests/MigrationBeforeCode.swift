@@ -236,3 +236,59 @@ func adapterStepOneBefore(image: Image, imageView: ImageView) {
   queue.cancelAllOperations()
   // end snippet
 }
+
+/// The download manager's transfer, as an asynchronous `Operation`: `suspendTransfer()` suspends
+/// its task, and `Operation` has no notion of that.
+final class TransferOperation: Operation, @unchecked Sendable {
+  let file: String
+  init(file: String) { self.file = file }
+  override var isAsynchronous: Bool { true }
+  func suspendTransfer() {}
+  func resumeTransfer() {}
+}
+
+func downloadManagerBefore() {
+  // snippet: download-manager-before
+  let downloads = OperationQueue()
+  downloads.maxConcurrentOperationCount = 3
+  let files = (1...8).map { n in TransferOperation(file: "file\(n)") }  // asynchronous Operations
+  downloads.addOperations(files, waitUntilFinished: false)
+
+  files[0].suspendTransfer()  // its task is suspended, but the operation still executes:
+  // it keeps its slot, so file4 does not start
+  downloads.maxConcurrentOperationCount = 10  // file4 to file8 start
+  downloads.maxConcurrentOperationCount = 5  // all 8 keep running: only later starts obey 5
+  // The workarounds: raise and lower the limit by hand around each pause, or cancel the
+  // operation and queue a new one with its task's resume data; "pause all" loops over both.
+  // end snippet
+}
+
+// snippet: image-loader-before
+final class LegacyImageLoader: @unchecked Sendable {
+  private let queue = OperationQueue()
+  private let lock = NSLock()
+  private var inFlight: [URL: ImageLoadOperation] = [:]
+  private var waiting: [URL: [(Image?) -> Void]] = [:]
+
+  init() { queue.maxConcurrentOperationCount = 4 }
+
+  func load(_ url: URL, completion: @escaping (Image?) -> Void) {
+    lock.lock()
+    defer { lock.unlock() }
+    waiting[url, default: []].append(completion)
+    guard inFlight[url] == nil else { return }  // a second request joins, by hand
+    let operation = ImageLoadOperation(url: url)
+    operation.completionBlock = { [unowned self, unowned operation] in
+      self.lock.lock()
+      let completions = self.waiting.removeValue(forKey: url) ?? []
+      self.inFlight[url] = nil
+      self.lock.unlock()
+      for completion in completions { completion(operation.outputImage) }
+    }
+    inFlight[url] = operation
+    queue.addOperation(operation)
+  }
+  // Cancelling one caller needs more bookkeeping still: remove its completion, and cancel the
+  // operation only once no caller is left.
+}
+// end snippet

@@ -11,6 +11,113 @@ struct MigrationTests {
 
   // MARK: Field scenarios
 
+  @Test("Download manager: pause, resume, live limit changes")
+  func downloadManager() async throws {
+    let transcript = Transcript()
+    @Sendable func print(_ items: Any...) { transcript.print(items) }
+    let network = SimulatedNetwork()
+
+    // snippet: download-manager-after
+    @Sendable func download(_ file: String) async throws -> Int {
+      var chunks = 0
+      while chunks < 3 {
+        try await ActorQueue.checkpoint()  // where a transfer may pause: its slot goes to the next file
+        chunks += try await network.receiveChunk(of: file)
+      }
+      return chunks
+    }
+    func untilExecuting(_ count: Int, _ events: AsyncStream<QueueEvent>) async {
+      for await event in events where event.executingCount == count { return }
+    }
+    let downloads = ActorQueue(name: "downloads", maxConcurrentOperationCount: 3)
+    func executing() -> [String] { downloads.operations.filter(\.isExecuting).compactMap(\.name) }
+
+    var events = downloads.events
+    let files = (1...8).map { n in downloads.addOperation(name: "file\(n)") { try await download("file\(n)") } }
+    await untilExecuting(3, events)
+    print("limit 3:", executing())
+
+    // Pause one: at its next checkpoint it gives its slot back, and the next file starts.
+    events = downloads.events
+    files[0].pause()
+    network.send(to: "file1")  // its next chunk arrives: it reaches the checkpoint and pauses there
+    await untilExecuting(3, events)
+    print("file1 paused:", executing(), "- file1 is", files[0].state)
+
+    // Resume it: it waits for a slot, like any start.
+    files[0].resume()
+    print("file1 resumed:", files[0].state)
+
+    // Raise the limit: file1 and every waiting file start at once.
+    events = downloads.events
+    downloads.maxConcurrentOperationCount = 10
+    await untilExecuting(8, events)
+    print("limit 10:", executing())
+
+    // Lower it, pausing the excess: the most recently started pause at their next checkpoint,
+    // and start again by themselves as slots free up.
+    events = downloads.events
+    downloads.setMaxConcurrentOperationCount(5, pausingExcess: true)
+    for file in ["file6", "file7", "file8"] { network.send(to: file) }
+    await untilExecuting(5, events)
+    print("limit 5:", executing(), "paused:", files.filter(\.isPaused).compactMap(\.name))
+
+    // Pause all, resume all.
+    events = downloads.events
+    downloads.pauseAllOperations()  // each transfer pauses at its next checkpoint
+    network.openAll()
+    await untilExecuting(0, events)
+    print("paused all:", files.filter(\.isPaused).count, "of", files.count)
+    downloads.resumeAllOperations()
+    var chunks: [Int] = []
+    for file in files { chunks.append(try await file.value) }
+    print("done:", chunks)
+    // end snippet
+
+    try expectOutput(transcript, "download-manager-after")
+  }
+
+  @Test("An image loader: a cache, and one load per URL")
+  func imageLoader() async throws {
+    let transcript = Transcript()
+    @Sendable func print(_ items: Any...) { transcript.print(items) }
+    let network = SimulatedNetwork()
+    @Sendable func fetchImage(_ url: String) async throws -> Image {
+      _ = try await network.receiveChunk(of: url)
+      return Image(name: url)
+    }
+    let cache = ImageCache()
+
+    // snippet: image-loader-after
+    let loads = ActorQueue(name: "images", maxConcurrentOperationCount: 4)
+
+    @Sendable func image(for url: String) -> QueueOperation<Image> {
+      // A second request for a URL already loading joins the load instead of starting another.
+      loads.addOperation(coalescingBy: url) {
+        if let cached = await cache.image(for: url) { return cached }
+        let image = try await fetchImage(url)
+        await cache.store(image, for: url)
+        return image
+      }
+    }
+
+    let cell1 = image(for: "cat.jpg")
+    let cell2 = image(for: "cat.jpg")  // the same load: one operation in the queue
+    let cell3 = image(for: "dog.jpg")
+    print("loads in the queue:", loads.operationCount)
+
+    cell1.cancel()  // that cell scrolled away: its handle ends, the load goes on for cell2
+    network.openAll()
+    print("cell2 shows", try await cell2.value, "- cell1 is", cell1.state)
+    print("cell3 shows", try await cell3.value)
+    print("again, from the cache:", try await image(for: "cat.jpg").value)
+
+    loads.cancelAllOperations()  // the screen went away
+    // end snippet
+
+    try expectOutput(transcript, "image-loader-after")
+  }
+
   @Test("An image pipeline: data between steps")
   func imagePipeline() async throws {
     let transcript = Transcript()

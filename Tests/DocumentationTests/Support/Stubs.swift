@@ -79,3 +79,61 @@ final class DataTask: Sendable {
   func resume() { DispatchQueue.global().async(execute: work) }
   func cancel() {}
 }
+
+/// A network the download examples control: a chunk of a file arrives when the example sends one
+/// (`send(to:)`), or at once for every file once it is opened (`openAll()`).
+final class SimulatedNetwork: Sendable {
+  private struct State {
+    var credits: [String: Int] = [:]
+    var waiting: [String: [CheckedContinuation<Int, Never>]] = [:]
+    var isOpen = false
+  }
+  private let state = LockedValue(State())
+
+  /// The next chunk of `file` (its size in chunks: 1), once one was sent.
+  func receiveChunk(of file: String) async throws -> Int {
+    await withCheckedContinuation { continuation in
+      let now = state.withLock { state -> Bool in
+        if state.isOpen { return true }
+        if let credit = state.credits[file], credit > 0 {
+          state.credits[file] = credit - 1
+          return true
+        }
+        state.waiting[file, default: []].append(continuation)
+        return false
+      }
+      if now { continuation.resume(returning: 1) }
+    }
+  }
+
+  /// Sends one chunk of `file`.
+  func send(to file: String) {
+    let waiter = state.withLock { state -> CheckedContinuation<Int, Never>? in
+      if var waiting = state.waiting[file], !waiting.isEmpty {
+        let first = waiting.removeFirst()
+        state.waiting[file] = waiting
+        return first
+      }
+      state.credits[file, default: 0] += 1
+      return nil
+    }
+    waiter?.resume(returning: 1)
+  }
+
+  /// Every chunk of every file arrives at once from now on.
+  func openAll() {
+    let waiters = state.withLock { state in
+      state.isOpen = true
+      defer { state.waiting = [:] }
+      return state.waiting.values.flatMap { $0 }
+    }
+    for waiter in waiters { waiter.resume(returning: 1) }
+  }
+}
+
+/// The image loader example's in-memory cache.
+actor ImageCache {
+  private var images: [String: Image] = [:]
+  func image(for url: String) -> Image? { images[url] }
+  func store(_ image: Image, for url: String) { images[url] = image }
+}

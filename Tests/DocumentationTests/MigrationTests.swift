@@ -33,7 +33,9 @@ struct MigrationTests {
     func executing() -> [String] { downloads.operations.filter(\.isExecuting).compactMap(\.name) }
 
     var events = downloads.events
-    let files = (1...8).map { n in downloads.addOperation(name: "file\(n)") { try await download("file\(n)") } }
+    let files = (1...8).map { n in
+      downloads.addOperation(name: "file\(n)") { try await download("file\(n)") }
+    }
     await untilExecuting(3, events)
     print("limit 3:", executing())
 

@@ -84,4 +84,41 @@ struct ReadmeTests {
 
     try expectOutput(transcript, "quick-start")
   }
+
+  @Test("Pausing, and joining work in flight")
+  func pauseAndCoalesce() async throws {
+    let transcript = Transcript()
+    @Sendable func print(_ items: Any...) { transcript.print(items) }
+    @Sendable func receiveChunk() async throws { await Task.yield() }
+    @Sendable func fetch(_ name: String) async throws -> String { "pixels of \(name)" }
+
+    // snippet: readme-pause
+    let downloads = ActorQueue(name: "downloads", maxConcurrentOperationCount: 1)
+    let big = downloads.addOperation(name: "big.zip") {
+      while true {
+        try await ActorQueue.checkpoint()  // where it may pause; throws once it is cancelled
+        try await receiveChunk()
+      }
+    }
+    let small = downloads.addOperation(name: "small.txt") { "small.txt" }
+    big.pause()  // at its next checkpoint it gives its slot to small.txt, and waits
+    print(try await small.value, "ran while big.zip was", big.state)
+    big.resume()  // it waits for a slot like any start, then carries on where it stopped
+    for await state in big.events where state == .executing { break }
+    big.cancel()  // its checkpoint throws CancellationError: the body ends there
+    await big.waitUntilFinished()
+    print("big.zip:", big.state)
+
+    // A second request for work already in flight joins it: one load, a handle each.
+    let images = ActorQueue(name: "images", maxConcurrentOperationCount: 4)
+    images.isSuspended = true
+    let cell1 = images.addOperation(coalescingBy: "cat.jpg") { try await fetch("cat.jpg") }
+    let cell2 = images.addOperation(coalescingBy: "cat.jpg") { try await fetch("cat.jpg") }
+    print("loads:", images.operationCount)
+    images.isSuspended = false
+    print(try await cell1.value, "/", try await cell2.value)
+    // end snippet
+
+    try expectOutput(transcript, "readme-pause")
+  }
 }

@@ -446,7 +446,7 @@ private final class RealRun {
       boxes[queue]!.queue.isSuspended = suspended
     case .setPriority(let op, let priority):
       handles[op]!.queuePriority = OperationPriority.allCases[priority]
-    case .open:
+    case .open, .openFully:
       break  // permits are given when the model says the body moves (see quiesce)
     case .pause(let op):
       handles[op]!.pause()

@@ -173,7 +173,7 @@ private struct ValueRun {
     case .setPriority(let op, let priority):
       let index = harness.index(Self.name(op))
       harness.event { s, _, _ in s.setPriority(OperationPriority.allCases[priority], of: index) }
-    case .open, .dropHandle:
+    case .open, .openFully, .dropHandle:
       break  // bodies move when the model moves them; the value's records live with the harness
     case .pause(let op):
       harness.pause(Self.name(op))
@@ -269,14 +269,23 @@ private struct ValueRun {
 
   private func compareExecuting() -> String? {
     // A paused body keeps its worker (its task waits at the checkpoint) but holds no slot.
-    let running = Set(harness.running.filter { harness.state($0) == .executing })
-    for (queue, index) in queues.enumerated() {
+    var actual = [Set<String>](repeating: [], count: queues.count)
+    for name in harness.running {
+      let index = harness.index(name)
+      guard harness.scheduler.state(of: index) == .executing,
+        let queue = queues.firstIndex(of: harness.scheduler.operations[index].queue)
+      else { continue }
+      actual[queue].insert(name)
+    }
+    for queue in queues.indices {
       let expected = Set(model.executing(in: queue).map(Self.name))
-      let actual = running.filter { harness.scheduler.operations[harness.index($0)].queue == index }
-      if actual != expected { return "q\(queue) executes \(actual.sorted()), expected \(expected.sorted())" }
+      if actual[queue] != expected {
+        return "q\(queue) executes \(actual[queue].sorted()), expected \(expected.sorted())"
+      }
     }
     return nil
   }
+
 }
 
 /// The random tester on the scheduler value: many more scripts than on real queues, in-process

@@ -332,6 +332,12 @@ struct ReferenceModel: Sendable {
       else { return .skip }
       ops[op]!.opens += 1
       return .done
+    case .openFully(let op):
+      guard let model = ops[op], model.leader == nil, !model.body.auto, !model.state.isTerminal,
+        model.opens < model.body.checkpoints + 1
+      else { return .skip }
+      ops[op]!.opens = model.body.checkpoints + 1
+      return .done
     case .dropHandle(let op):
       guard handleHeld(op), !wouldStrand(droppingHandle: op) else { return .skip }
       ops[op]!.handleHeld = false
@@ -624,17 +630,28 @@ struct ReferenceModel: Sendable {
   /// slot is free, the ready op or paused body competing for a slot of highest priority, first
   /// submitted first. Then notes which bodies may move.
   private mutating func settle() {
+    // One pass over the ops (a model op is costly to copy in a debug build): per queue, the
+    // slot holders, whether excess requests are out, and what may start.
+    var holders = [Int](repeating: 0, count: queues.count)
+    var requests = [Bool](repeating: false, count: queues.count)
+    var candidates = [[(op: Int, priority: Int, order: Int)]](repeating: [], count: queues.count)
+    for (op, model) in ops where model.queue < queues.count {
+      if model.state == .executing && model.holdsSlot { holders[model.queue] += 1 }
+      if model.excessPaused { requests[model.queue] = true }
+      if isReady(model) || (model.pausedInBody && model.inReady && !model.threw) {
+        candidates[model.queue].append((op, model.priority, model.order))
+      }
+    }
     for queue in queues.indices {
-      recountExcessRequests(in: queue)
+      if requests[queue] { recountExcessRequests(in: queue) }
       guard !queues[queue].suspended else { continue }
-      var holders = executing(in: queue).count
-      while holders < queues[queue].limit {
-        let best = ops.filter {
-          $0.value.queue == queue
-            && (isReady($0.value) || ($0.value.pausedInBody && $0.value.inReady && !$0.value.threw))
-        }
-        .min { ($0.value.priority, -$0.value.order) > ($1.value.priority, -$1.value.order) }
-        guard let (index, _) = best else { break }
+      // Starting one op makes no other ready: the candidates stay valid.
+      let ordered = candidates[queue].sorted {
+        $0.priority != $1.priority ? $0.priority > $1.priority : $0.order < $1.order
+      }
+      for candidate in ordered {
+        guard holders[queue] < queues[queue].limit else { break }
+        let index = candidate.op
         nextStart += 1
         ops[index]!.startOrder = nextStart
         ops[index]!.holdsSlot = true
@@ -647,7 +664,7 @@ struct ReferenceModel: Sendable {
         } else {
           ops[index]!.state = .executing
         }
-        holders += 1
+        holders[queue] += 1
       }
     }
     noteMovable()
@@ -659,15 +676,17 @@ struct ReferenceModel: Sendable {
   }
 
   private mutating func noteMovable() {
-    for op in sortedOpIndices {
-      if canMove(ops[op]!) {
-        if movable[op] == nil {
-          nextMovable += 1
-          movable[op] = nextMovable
-        }
-      } else {
+    var newlyMovable: [Int] = []
+    for (op, model) in ops {
+      if canMove(model) {
+        if movable[op] == nil { newlyMovable.append(op) }
+      } else if movable[op] != nil {
         movable[op] = nil
       }
+    }
+    for op in newlyMovable.sorted() {
+      nextMovable += 1
+      movable[op] = nextMovable
     }
   }
 
@@ -721,7 +740,7 @@ struct ReferenceModel: Sendable {
       steps.append(.setSuspended(queue: queue, suspended: false))
     }
     for op in sortedOpIndices where !ops[op]!.state.isTerminal && ops[op]!.leader == nil {
-      for _ in ops[op]!.opens..<(ops[op]!.body.checkpoints + 1) { steps.append(.open(op: op)) }
+      if ops[op]!.opens < ops[op]!.body.checkpoints + 1 { steps.append(.openFully(op: op)) }
     }
     guard steps.isEmpty else { return steps }
     for queue in queues.indices where isLive(queue: queue) {

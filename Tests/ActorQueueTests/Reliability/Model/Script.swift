@@ -86,6 +86,8 @@ enum Step: Codable, Sendable, Hashable, CustomStringConvertible {
   /// Gives the op's body its next permit (it moves when the model says it may: it reaches its next
   /// checkpoint, or its end).
   case open(op: Int)
+  /// Gives the op's body every permit it has left (the drain's open).
+  case openFully(op: Int)
   /// `op.pause()`
   case pause(op: Int)
   /// `op.resume()`
@@ -126,6 +128,7 @@ enum Step: Codable, Sendable, Hashable, CustomStringConvertible {
     case .setSuspended(let queue, let suspended): "q\(queue).isSuspended = \(suspended)"
     case .setPriority(let op, let priority): "op\(op).queuePriority = \(priority.priorityName)"
     case .open(let op): "give op\(op) a permit"
+    case .openFully(let op): "give op\(op) every permit"
     case .pause(let op): "op\(op).pause()"
     case .resume(let op): "op\(op).resume()"
     case .pauseAll(let queue): "q\(queue).pauseAllOperations()"

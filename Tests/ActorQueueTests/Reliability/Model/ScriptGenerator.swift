@@ -128,6 +128,11 @@ struct ScriptGenerator: Sendable {
       case 106..<112:
         guard let op = random.chance(75) ? recentOp(&random) : anyOp(&random) else { continue }
         steps.append(.pause(op: op))
+        // Often let it reach its checkpoint (and pause there), and now and then cancel it there.
+        if random.chance(50) {
+          steps.append(.open(op: random.pick(ops.suffix(4).map(\.op) + works.suffix(2))))
+        }
+        if random.chance(20) { steps.append(.cancel(op: op)) }
       case 112..<116:
         guard let op = random.chance(60) ? recentOp(&random) : anyOp(&random) else { continue }
         steps.append(.resume(op: op))
@@ -136,7 +141,15 @@ struct ScriptGenerator: Sendable {
       case 118..<120:
         steps.append(.resumeAll(queue: liveQueue(&random)))
       default:
-        steps.append(.setLimitPausingExcess(queue: liveQueue(&random), limit: random.pick([-1, 1, 1, 1, 2])))
+        // Often raise the limit first, so that more ops execute, then lower it pausing the excess
+        // and let some of that queue's latest bodies reach a checkpoint while asked to pause.
+        let queue = liveQueue(&random)
+        if random.chance(60) { steps.append(.setLimit(queue: queue, limit: random.pick([-1, 3]))) }
+        steps.append(.setLimitPausingExcess(queue: queue, limit: random.pick([-1, 1, 1, 1, 2])))
+        let inQueue = ops.filter { $0.queue == queue }.suffix(4).map(\.op) + works.suffix(2)
+        for _ in 0..<random.below(3) where !inQueue.isEmpty {
+          steps.append(.open(op: random.pick(inQueue)))
+        }
       }
     }
     return Script(seed: seed, queueLimits: limits, steps: steps)

@@ -299,7 +299,7 @@ struct ReferenceModel: Sendable {
       guard handleHeld(op), isLive(queue: queue) else { return .skip }
       return .refused(.alreadyEnqueued)
     case .cancel(let op):
-      guard handleHeld(op) else { return .skip }
+      guard handleHeld(op), !wouldStrand(cancellingFollower: op) else { return .skip }
       cancel(op)
       return .done
     case .cancelAll(let queue):
@@ -433,6 +433,14 @@ struct ReferenceModel: Sendable {
       return false
     }
     return stranded(target, ignoring: op)
+  }
+
+  /// Cancelling this caller's handle would leave its shared work, in a released queue, held with
+  /// nobody to resume it (callers that dropped their handles still wait for it).
+  private func wouldStrand(cancellingFollower op: Int) -> Bool {
+    guard let leader = ops[op]?.leader, !ops[op]!.state.isTerminal else { return false }
+    let othersWait = ops[leader]!.followers.contains { $0 != op && !ops[$0]!.state.isTerminal }
+    return othersWait && wouldStrand(droppingHandle: op)
   }
 
   private mutating func create(_ op: Int, queue: Int, priority: Int, body: BodySpec, isBarrier: Bool = false)

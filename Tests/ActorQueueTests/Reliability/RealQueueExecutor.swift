@@ -40,6 +40,7 @@ final class Permits: Sendable {
     var available = 0
     var takers: [CheckedContinuation<Void, Never>] = []
     var passed = 0
+    var asked: Bool?
     var watchers: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
   }
   private let state = LockedValue(State())
@@ -93,6 +94,17 @@ final class Permits: Sendable {
   }
 
   var passed: Int { state.withLock { $0.passed } }
+
+  /// The body read `ActorQueue.isPauseRequested` before a checkpoint.
+  func noteAsked(_ asked: Bool) { state.withLock { $0.asked = asked } }
+
+  /// What the body read last (nil: it has not read it since the last call).
+  func takeAsked() -> Bool? {
+    state.withLock { state in
+      defer { state.asked = nil }
+      return state.asked
+    }
+  }
 
   /// Waits until the body has returned from `count` checkpoints (the child's watchdog turns a
   /// wait that never ends into a failure).
@@ -295,6 +307,7 @@ private final class RealRun {
       _ = (token, capture)
       await permits.take()
       for _ in 0..<spec.checkpoints {
+        permits.noteAsked(ActorQueue.isPauseRequested)
         do {
           try await ActorQueue.checkpoint()
         } catch {
@@ -515,6 +528,11 @@ private final class RealRun {
           || (checkpoint && snapshot.latest[id] == .paused)
       }
       let latest = checker.snapshot.latest[id]
+      let asked = permits.takeAsked()
+      if move.reachesCheckpoint, !model.ops[move.op]!.cancelRequested, asked != move.askedToPause {
+        return
+          "op\(move.op) read isPauseRequested \(asked.map { "\($0)" } ?? "nothing"), expected \(move.askedToPause)"
+      }
       let seen =
         permits.passed > before
         ? "passed its checkpoint" : latest == .paused ? "paused" : "ended \(latest.map { "\($0)" } ?? "?")"
@@ -540,6 +558,9 @@ private final class RealRun {
         && !(model.acceptsEither(op) && expected.isTerminal && real.isTerminal && real != .finished)
       {
         return "op\(op) is \(real), expected \(expected)"
+      }
+      if operation.isPaused != model.expectedIsPaused(op) {
+        return "op\(op).isPaused is \(operation.isPaused), expected \(model.expectedIsPaused(op))"
       }
     }
     return nil

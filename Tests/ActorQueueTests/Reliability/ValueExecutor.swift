@@ -216,6 +216,10 @@ private struct ValueRun {
       guard harness.running.contains(name) else { return "op\(move.op) should move now but is not running" }
       var outcome: Outcome?
       if move.reachesCheckpoint {
+        if harness.pauseFlag(name) != move.askedToPause, model.ops[move.op]?.cancelRequested == false {
+          return
+            "op\(move.op)'s pause flag is \(!move.askedToPause) at its checkpoint, expected \(move.askedToPause)"
+        }
         let decision = harness.checkpoint(name)
         switch (decision, move.result) {
         case (.proceed, .passed), (.suspended, .paused): break
@@ -243,6 +247,10 @@ private struct ValueRun {
         && !(model.acceptsEither(op) && expected.isTerminal && real.isTerminal && real != .finished)
       {
         return "op\(op) is \(real), expected \(expected)"
+      }
+      let isPaused = harness.scheduler.isPaused(harness.index(Self.name(op)))
+      if isPaused != model.expectedIsPaused(op) {
+        return "op\(op).isPaused is \(isPaused), expected \(model.expectedIsPaused(op))"
       }
       if real == .executing, harness.pauseFlag(Self.name(op)) != model.pauseRequested(op) {
         return "op\(op)'s pause flag is \(!model.pauseRequested(op)), expected \(model.pauseRequested(op))"

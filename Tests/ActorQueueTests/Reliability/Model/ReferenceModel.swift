@@ -53,6 +53,9 @@ struct BodyMove: Sendable, Equatable {
   /// checkpoint threw earlier).
   var reachesCheckpoint: Bool
   var result: Result
+  /// When it reaches a checkpoint: whether it is asked to pause there (what
+  /// `ActorQueue.isPauseRequested` says just before).
+  var askedToPause = false
 }
 
 /// The reference model: the behaviour the spec promises (spec/operation-model.md, spec/API.md),
@@ -205,6 +208,14 @@ struct ReferenceModel: Sendable {
       if model.holdsSlot { return .executing }
       return model.showsReady ? .ready : .paused
     }
+  }
+
+  /// What `isPaused` must say: paused at a checkpoint, or held by `pause()`, and not ended (a
+  /// caller's handle says it of its shared work).
+  func expectedIsPaused(_ op: Int) -> Bool {
+    let target = target(op)
+    guard let model = ops[target], !model.state.isTerminal else { return false }
+    return expectedState(target) == .paused || model.pauseHeld
   }
 
   /// Whether the worker of an op holding a slot has its pause flag set.
@@ -734,7 +745,9 @@ struct ReferenceModel: Sendable {
       end(op, as: outcome)
     }
     settle()
-    return move
+    var asked = move
+    asked.askedToPause = move.reachesCheckpoint && (model.pauseHeld || model.excessPaused)
+    return asked
   }
 
   // MARK: End of a script

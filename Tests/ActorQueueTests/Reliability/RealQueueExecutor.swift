@@ -41,6 +41,8 @@ final class Permits: Sendable {
     var takers: [CheckedContinuation<Void, Never>] = []
     var passed = 0
     var asked: Bool?
+    var onPause = 0
+    var onResume = 0
     var watchers: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
   }
   private let state = LockedValue(State())
@@ -94,6 +96,11 @@ final class Permits: Sendable {
   }
 
   var passed: Int { state.withLock { $0.passed } }
+
+  /// The body's `onPause` / `onResume` handler ran.
+  func notePause() { state.withLock { $0.onPause += 1 } }
+  func noteResume() { state.withLock { $0.onResume += 1 } }
+  var handlerRuns: (onPause: Int, onResume: Int) { state.withLock { ($0.onPause, $0.onResume) } }
 
   /// The body read `ActorQueue.isPauseRequested` before a checkpoint.
   func noteAsked(_ asked: Bool) { state.withLock { $0.asked = asked } }
@@ -247,6 +254,16 @@ private final class RealRun {
       }
     }
     if let problem = await checkCompletions() { return ScriptFailure(step: nil, message: problem) }
+    for op in model.sortedOpIndices where model.ops[op]!.body.pauseHandlers {
+      guard let runs = gates[op]?.handlerRuns else { continue }
+      let model = model.ops[op]!
+      if runs != (model.pauses, model.resumes) {
+        return ScriptFailure(
+          step: nil,
+          message: "op\(op)'s onPause ran \(runs.onPause) times, onResume \(runs.onResume); expected "
+            + "\(model.pauses) and \(model.resumes)")
+      }
+    }
     // Every fence toggle seen: the checker has every step boundary.
     let fences = fenceCount
     await checker.wait { $0.fenceEvents >= fences }
@@ -309,7 +326,12 @@ private final class RealRun {
       for _ in 0..<spec.checkpoints {
         permits.noteAsked(ActorQueue.isPauseRequested)
         do {
-          try await ActorQueue.checkpoint()
+          if spec.pauseHandlers {
+            try await ActorQueue.checkpoint(
+              onPause: { permits.notePause() }, onResume: { permits.noteResume() })
+          } else {
+            try await ActorQueue.checkpoint()
+          }
         } catch {
           await permits.take()  // ends in the model's order (see BodySpec)
           throw error

@@ -115,6 +115,10 @@ struct ReferenceModel: Sendable {
     /// Paused, competing, and showing `.ready` (it was resumed).
     var showsReady = false
     var startOrder = 0
+    /// Times it paused at a checkpoint, and was given a slot again there (so its `onPause` and
+    /// `onResume` handlers ran, when it has them).
+    var pauses = 0
+    var resumes = 0
 
     // Pause
     var pauseHeld = false
@@ -679,6 +683,7 @@ struct ReferenceModel: Sendable {
           ops[index]!.inReady = false
           ops[index]!.showsReady = false
           ops[index]!.passed += 1
+          ops[index]!.resumes += 1
           checkpointLog.append("op\(index) resumed")
         } else {
           ops[index]!.state = .executing
@@ -726,6 +731,7 @@ struct ReferenceModel: Sendable {
         end(op, as: .cancelled)
       } else if model.pauseHeld || model.excessPaused {
         ops[op]!.holdsSlot = false
+        ops[op]!.pauses += 1
         ops[op]!.inReady = !model.pauseHeld
         ops[op]!.excessPaused = false
         move = BodyMove(op: op, permits: 1, reachesCheckpoint: true, result: .paused)

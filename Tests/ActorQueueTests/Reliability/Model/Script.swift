@@ -31,6 +31,8 @@ struct BodySpec: Codable, Sendable, Hashable, CustomStringConvertible {
   var auto: Bool
   /// How many checkpoints (0–2) the body passes, each behind its own permit.
   var checkpoints: Int = 0
+  /// Its checkpoints are `checkpoint(onPause:onResume:)`: the executor counts the handlers' runs.
+  var pauseHandlers = false
   /// After its gate: `try Task.checkCancellation()`.
   var checksCancellation: Bool
   /// After its gate: throws ``ScriptError`` instead of returning a value.
@@ -46,6 +48,7 @@ struct BodySpec: Codable, Sendable, Hashable, CustomStringConvertible {
   var description: String {
     var text = auto ? "auto" : "gated"
     if checkpoints > 0 { text += "+\(checkpoints) checkpoint\(checkpoints == 1 ? "" : "s")" }
+    if pauseHandlers { text += " with onPause/onResume" }
     if checksCancellation { text += "+checks" }
     text += throwing ? " throws" : " returns"
     if let capturesQueue { text += " captures q\(capturesQueue)" }
@@ -170,6 +173,7 @@ extension BodySpec {
     let container = try decoder.container(keyedBy: CodingKeys.self)
     auto = try container.decode(Bool.self, forKey: .auto)
     checkpoints = try container.decodeIfPresent(Int.self, forKey: .checkpoints) ?? 0
+    pauseHandlers = try container.decodeIfPresent(Bool.self, forKey: .pauseHandlers) ?? false
     checksCancellation = try container.decode(Bool.self, forKey: .checksCancellation)
     throwing = try container.decode(Bool.self, forKey: .throwing)
     capturesQueue = try container.decodeIfPresent(Int.self, forKey: .capturesQueue)

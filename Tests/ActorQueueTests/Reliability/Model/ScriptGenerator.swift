@@ -18,8 +18,10 @@ struct ScriptGenerator: Sendable {
     let count = minSteps + random.below(maxSteps - minSteps + 1)
 
     func body(_ random: inout SplitMix64, queues: Int) -> BodySpec {
-      BodySpec(
-        auto: random.chance(35), checkpoints: random.chance(60) ? 1 + random.below(2) : 0,
+      let checkpoints = random.chance(60) ? 1 + random.below(2) : 0
+      return BodySpec(
+        auto: random.chance(35), checkpoints: checkpoints,
+        pauseHandlers: checkpoints > 0 && random.chance(40),
         checksCancellation: random.chance(40), throwing: random.chance(25),
         capturesQueue: random.chance(12) ? random.below(queues) : nil,
         handlerCapturesQueue: random.chance(5) ? random.below(queues) : nil)

@@ -10,7 +10,9 @@ import TestSupport
 /// Fails on: a start with as many ops executing as the limit in force (or more); a start before
 /// every dependency ended; a start while suspended; a start of an op cancelled while waiting; zero
 /// or two terminal states; a start of a lower-priority op while a higher one was ready in the
-/// same queue, or of a later-submitted one of the same priority (FIFO); any event after a terminal one.
+/// same queue, or of a later-submitted one of the same priority (FIFO); any event after a terminal one;
+/// an event whose executing count differs from the ops the events show executing (a paused op
+/// holds no slot); a start (a slot given) of an op cancelled while paused.
 final class InvariantChecker: Sendable {
   /// The queue index of the fence queue.
   static let fence = -1
@@ -85,6 +87,22 @@ final class InvariantChecker: Sendable {
     }
   }
 
+  /// Re-evaluates the waiting conditions: for conditions that also read what is not an event (a
+  /// body's progress), called when that changes.
+  func poke() {
+    let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+      var ready: [CheckedContinuation<Void, Never>] = []
+      let snapshot = state.snapshot
+      state.waiters.removeAll { waiter in
+        guard waiter.condition(snapshot) else { return false }
+        ready.append(waiter.continuation)
+        return true
+      }
+      return ready
+    }
+    for continuation in ready { continuation.resume() }
+  }
+
   /// Suspends until every attached stream has ended (for finite, hand-made streams).
   func waitUntilStreamsEnd() async {
     for task in consumers.withLock({ $0 }) { await task.value }
@@ -109,6 +127,7 @@ final class InvariantChecker: Sendable {
     var priorities: [OperationID: [(step: Int, priority: Int)]] = [:]
     var edges: [OperationID: [(dependency: OperationID, from: Int, until: Int)]] = [:]
     var cancelledAt: [OperationID: Int] = [:]
+    var cancelledPausedAt: [OperationID: Int] = [:]
     for registration in registrations {
       switch registration {
       case .queue(let queue, let limit): limits[queue] = limit == -1 ? .max : limit
@@ -130,6 +149,8 @@ final class InvariantChecker: Sendable {
         }
       case .cancelledWhileWaiting(let op, let step):
         if let id = ids[op], cancelledAt[id] == nil { cancelledAt[id] = step }
+      case .cancelledWhilePaused(let op, let step):
+        if let id = ids[op], cancelledPausedAt[id] == nil { cancelledPausedAt[id] = step }
       }
     }
     func priority(_ id: OperationID, at step: Int) -> Int {
@@ -189,6 +210,10 @@ final class InvariantChecker: Sendable {
             problems.append(
               "\(at): \(name(id)) started after it was cancelled while waiting (step \(cancelled))")
           }
+          if let cancelled = cancelledPausedAt[id], cancelled <= step {
+            problems.append(
+              "\(at): \(name(id)) got a slot after it was cancelled while paused (step \(cancelled))")
+          }
           let mine = priority(id, at: step)
           let order = submitted[id] ?? event.sequence
           for other in ready[queue, default: []] where other != id {
@@ -209,6 +234,13 @@ final class InvariantChecker: Sendable {
           ready[queue, default: []].remove(id)
           executing[queue, default: []].remove(id)
         }
+      }
+      // Every event carries the queue's executing count: the ops holding a slot, which a paused
+      // op does not.
+      if event.executingCount != executing[queue, default: []].count {
+        let shown = executing[queue, default: []].map(name).sorted()
+        problems.append(
+          "\(at): the event says \(event.executingCount) executing, the events show \(shown.count) \(shown)")
       }
     }
     for id in submitted.keys.sorted(by: { submitted[$0]! < submitted[$1]! })

@@ -11,7 +11,8 @@ struct ReliabilityInvariantCheckerTests {
 
   /// Replays `events` (sequence = position) through a checker registered with `registrations`.
   private func violations(
-    limit: Int = .max, _ registrations: [Registration], _ events: [(Int, QueueEvent.Kind)]
+    limit: Int = .max, _ registrations: [Registration], _ events: [(Int, QueueEvent.Kind)],
+    executingCount: ((_ position: Int, _ shown: Int) -> Int)? = nil
   ) async -> [String] {
     let checker = InvariantChecker()
     for (op, id) in ids.enumerated() { checker.identify(op: op, id: id) }
@@ -19,15 +20,16 @@ struct ReliabilityInvariantCheckerTests {
     for registration in registrations { checker.register(registration) }
     let (stream, continuation) = AsyncStream.makeStream(of: QueueEvent.self)
     checker.attach(stream, queue: 0)
-    var executing = 0
+    var executing: Set<OperationID> = []
     for (sequence, (_, kind)) in events.enumerated() {
-      if case .operation(_, _, let state) = kind {
-        if state == .executing { executing += 1 }
-        if state.isTerminal && executing > 0 { executing -= 1 }
+      if case .operation(let id, _, let state) = kind {
+        if state == .executing { executing.insert(id) }
+        if state.isTerminal || state == .paused { executing.remove(id) }
       }
+      let count = executingCount?(sequence, executing.count) ?? executing.count
       continuation.yield(
         QueueEvent(
-          sequence: UInt64(sequence + 1), kind: kind, executingCount: executing,
+          sequence: UInt64(sequence + 1), kind: kind, executingCount: count,
           maxConcurrentOperationCount: limit, queueName: "q0"))
     }
     continuation.finish()
@@ -110,5 +112,27 @@ struct ReliabilityInvariantCheckerTests {
       ])
     #expect(problems.contains { $0.contains("op2 (priority 1) started while op1") }, "\(problems)")
     #expect(problems.contains { $0.contains("FIFO") }, "\(problems)")
+  }
+
+  @Test("An event whose executing count disagrees with the ops shown executing (a paused op holding a slot)")
+  func pausedOpHoldsSlot() async {
+    let trace = [
+      op(0, .ready), op(0, .executing), op(0, .paused), op(0, .ready), op(0, .executing), op(0, .finished),
+    ]
+    let correct = await violations(limit: 1, registered(1), trace)
+    #expect(correct.isEmpty, "\(correct)")
+    // The pause event still counts the op: its slot was not given back.
+    let problems = await violations(limit: 1, registered(1), trace) { position, shown in
+      position == 2 ? 1 : shown
+    }
+    #expect(problems.contains { $0.contains("events show 0") }, "\(problems)")
+  }
+
+  @Test("A slot given to an op cancelled while paused")
+  func startAfterCancelledWhilePaused() async {
+    let problems = await violations(
+      limit: 1, registered(1) + [.cancelledWhilePaused(op: 0, step: 0)],
+      [op(0, .ready), op(0, .executing), op(0, .paused), op(0, .executing), op(0, .cancelled)])
+    #expect(problems.contains { $0.contains("cancelled while paused") }, "\(problems)")
   }
 }

@@ -32,6 +32,113 @@ func eventuallyFreed(within limit: Duration = .seconds(3), _ isDone: () -> Bool)
   return true
 }
 
+/// The permits of one script body, and what it reports: a body takes a permit before each of
+/// its stages (``BodySpec``) and reports each checkpoint it returned from, so the executor can
+/// let it move one stage at a time and wait until it has.
+final class Permits: Sendable {
+  private struct State {
+    var available = 0
+    var takers: [CheckedContinuation<Void, Never>] = []
+    var passed = 0
+    var asked: Bool?
+    var onPause = 0
+    var onResume = 0
+    var watchers: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+  }
+  private let state = LockedValue(State())
+  /// Told each time the body reports.
+  private let onReport: @Sendable () -> Void
+
+  init(onReport: @escaping @Sendable () -> Void = {}) { self.onReport = onReport }
+
+  /// Gives one permit.
+  func give() {
+    let taker = state.withLock { state -> CheckedContinuation<Void, Never>? in
+      if state.takers.isEmpty {
+        state.available += 1
+        return nil
+      }
+      return state.takers.removeFirst()
+    }
+    taker?.resume()
+  }
+
+  /// Takes a permit, waiting for one.
+  func take() async {
+    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+      let now = state.withLock { state in
+        if state.available > 0 {
+          state.available -= 1
+          return true
+        }
+        state.takers.append(continuation)
+        return false
+      }
+      if now { continuation.resume() }
+    }
+  }
+
+  /// The body returned from another checkpoint.
+  func reportPassed() {
+    let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+      state.passed += 1
+      let passed = state.passed
+      var ready: [CheckedContinuation<Void, Never>] = []
+      state.watchers.removeAll { watcher in
+        guard watcher.count <= passed else { return false }
+        ready.append(watcher.continuation)
+        return true
+      }
+      return ready
+    }
+    for continuation in ready { continuation.resume() }
+    onReport()
+  }
+
+  var passed: Int { state.withLock { $0.passed } }
+
+  /// The body's `onPause` / `onResume` handler ran.
+  func notePause() { state.withLock { $0.onPause += 1 } }
+  func noteResume() { state.withLock { $0.onResume += 1 } }
+  var handlerRuns: (onPause: Int, onResume: Int) { state.withLock { ($0.onPause, $0.onResume) } }
+
+  /// The body read `ActorQueue.isPauseRequested` before a checkpoint.
+  func noteAsked(_ asked: Bool) { state.withLock { $0.asked = asked } }
+
+  /// What the body read last (nil: it has not read it since the last call).
+  func takeAsked() -> Bool? {
+    state.withLock { state in
+      defer { state.asked = nil }
+      return state.asked
+    }
+  }
+
+  /// Waits until the body has returned from `count` checkpoints (the child's watchdog turns a
+  /// wait that never ends into a failure).
+  func waitUntilPassed(_ count: Int) async {
+    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+      let now = state.withLock { state in
+        if state.passed >= count { return true }
+        state.watchers.append((count, continuation))
+        return false
+      }
+      if now { continuation.resume() }
+    }
+  }
+}
+
+/// How many times each handle's `onCompletion` ran, and with what: each must run exactly once,
+/// with its op's outcome (a caller's handle, with its shared work's).
+final class CompletionLog: Sendable {
+  private let calls = LockedValue<[Int: [Result<Int, any Error>]]>([:])
+
+  func record(_ op: Int, _ result: Result<Int, any Error>) {
+    calls.withLock { $0[op, default: []].append(result) }
+  }
+
+  var all: [Int: [Result<Int, any Error>]] { calls.withLock { $0 } }
+}
+
 /// A heartbeat the child watchdog reads: a script that stops making progress is a hang.
 let reliabilityHeartbeat = Atomic<Int>(0)
 
@@ -88,9 +195,12 @@ private final class RealRun {
   var typed: [Int: QueueOperation<Int>] = [:]
   var weakOps: [Int: Weak<AnyQueueOperation>] = [:]
   var ids: [Int: OperationID] = [:]
-  var gates: [Int: Gate] = [:]
+  var gates: [Int: Permits] = [:]
   var tokens: [Int: Weak<Token>] = [:]
   var fenceCount = 0
+  let completions = CompletionLog()
+  /// The ops whose `onCompletion` is counted.
+  var counted: Set<Int> = []
 
   init(script: Script, checkFreeingEachStep: Bool, checkFreeingAtEnd: Bool) {
     self.script = script
@@ -115,9 +225,13 @@ private final class RealRun {
       index += 1
     }
     // The end: let everything end, release every queue, drop every handle.
-    for step in model.drainSteps() {
-      if let failure = await perform(step, index: index) { return failure }
-      index += 1
+    for _ in 0..<8 {
+      let steps = model.drainSteps()
+      if steps.isEmpty { break }
+      for step in steps {
+        if let failure = await perform(step, index: index) { return failure }
+        index += 1
+      }
     }
     for queue in script.queueLimits.indices where model.isLive(queue: queue) {
       if let failure = await perform(.releaseQueue(queue: queue), index: index) { return failure }
@@ -130,11 +244,24 @@ private final class RealRun {
     await checker.wait { snapshot in enqueued.allSatisfy { snapshot.latest[$0]?.isTerminal == true } }
     let snapshot = checker.snapshot
     for op in model.sortedOpIndices {
-      guard let id = ids[op], let expected = model.state(of: op), model.ops[op]!.enqueued else { continue }
-      let actual = snapshot.latest[id].map(modelState)
+      guard let id = ids[op], let expected = model.expectedState(op), model.ops[op]!.enqueued else {
+        continue
+      }
+      let actual = snapshot.latest[id]
       if actual != expected && !(model.acceptsEither(op) && actual != .finished) {
         return ScriptFailure(
-          step: nil, message: "op\(op) ended \(actual.map(\.rawValue) ?? "?"), expected \(expected)")
+          step: nil, message: "op\(op) ended \(actual.map { "\($0)" } ?? "?"), expected \(expected)")
+      }
+    }
+    if let problem = await checkCompletions() { return ScriptFailure(step: nil, message: problem) }
+    for op in model.sortedOpIndices where model.ops[op]!.body.pauseHandlers {
+      guard let runs = gates[op]?.handlerRuns else { continue }
+      let model = model.ops[op]!
+      if runs != (model.pauses, model.resumes) {
+        return ScriptFailure(
+          step: nil,
+          message: "op\(op)'s onPause ran \(runs.onPause) times, onResume \(runs.onResume); expected "
+            + "\(model.pauses) and \(model.resumes)")
       }
     }
     // Every fence toggle seen: the checker has every step boundary.
@@ -151,6 +278,8 @@ private final class RealRun {
       weakOps.values.allSatisfy { $0.object == nil } && weakBoxes.allSatisfy { $0.object == nil }
         && weakQueues.allSatisfy { $0.object == nil } && tokens.values.allSatisfy { $0.object == nil }
     }
+    // No handler ran a second time meanwhile.
+    if let problem = await checkCompletions() { return ScriptFailure(step: nil, message: problem) }
     if !freed {
       let ops = weakOps.filter { $0.value.object != nil }.keys.sorted().map { "op\($0)" }
       let queues = weakBoxes.indices.filter { weakBoxes[$0].object != nil || weakQueues[$0].object != nil }
@@ -186,14 +315,30 @@ private final class RealRun {
   }
 
   private func body(_ op: Int, _ spec: BodySpec) -> @Sendable () async throws -> Int {
-    let gate = Gate()
-    gates[op] = gate
+    let permits = Permits { [checker] in checker.poke() }
+    gates[op] = permits
     let token = Token()
     tokens[op] = Weak(object: token)
     let capture = spec.capturesQueue.flatMap { boxes[$0] }
     return {
       _ = (token, capture)
-      await gate.wait()
+      await permits.take()
+      for _ in 0..<spec.checkpoints {
+        permits.noteAsked(ActorQueue.isPauseRequested)
+        do {
+          if spec.pauseHandlers {
+            try await ActorQueue.checkpoint(
+              onPause: { permits.notePause() }, onResume: { permits.noteResume() })
+          } else {
+            try await ActorQueue.checkpoint()
+          }
+        } catch {
+          await permits.take()  // ends in the model's order (see BodySpec)
+          throw error
+        }
+        permits.reportPassed()
+        await permits.take()
+      }
       if spec.checksCancellation { try Task.checkCancellation() }
       if spec.throwing { throw ScriptError(op: op) }
       return op
@@ -205,11 +350,37 @@ private final class RealRun {
     weakOps[op] = Weak(object: operation)
     ids[op] = operation.id
     checker.identify(op: op, id: operation.id)
-    if let queue = spec.handlerCapturesQueue, let box = boxes[queue],
-      let typed = operation as? QueueOperation<Int>
-    {
-      typed.onCompletion { _ in _ = box }
+    if let typed = operation as? QueueOperation<Int> {
+      let log = completions
+      counted.insert(op)
+      typed.onCompletion { result in log.record(op, result) }
+      if let queue = spec.handlerCapturesQueue, let box = boxes[queue] {
+        typed.onCompletion { _ in _ = box }
+      }
     }
+  }
+
+  /// Every counted handle's `onCompletion` ran exactly once, with its op's outcome.
+  private func checkCompletions() async -> String? {
+    let counted = counted
+    _ = await eventuallyFreed { [completions] in
+      let calls = completions.all
+      return counted.allSatisfy { calls[$0] != nil }
+    }
+    let calls = completions.all
+    for op in counted.sorted() {
+      let results = calls[op] ?? []
+      guard results.count == 1 else { return "op\(op)'s onCompletion ran \(results.count) times (must be 1)" }
+      guard let expected = model.state(of: op) else { continue }
+      switch (results[0], expected) {
+      case (.success(let value), .finished) where value == model.bodyOp(op): continue
+      case (.failure, .cancelled): continue
+      case (.failure(let error), .failed) where !(error is CancellationError): continue
+      case (.failure, .failed) where model.acceptsEither(op): continue
+      default: return "op\(op)'s onCompletion got \(results[0]), expected \(expected)"
+      }
+    }
+    return nil
   }
 
   private func compare(_ expectation: StepExpectation, _ call: () throws -> Void) -> String? {
@@ -223,6 +394,7 @@ private final class RealRun {
         case .some(.dependencyCycle): .dependencyCycle
         case .some(.alreadyEnqueued): .alreadyEnqueued
         case .some(.alreadyStarted): .alreadyStarted
+        case .some(.joinedSharedWork): .joinedSharedWork
         default: nil
         }
       if case .refused(let expected) = expectation, expected == refusal { return nil }
@@ -309,8 +481,45 @@ private final class RealRun {
       boxes[queue]!.queue.isSuspended = suspended
     case .setPriority(let op, let priority):
       handles[op]!.queuePriority = OperationPriority.allCases[priority]
-    case .open:
-      break  // the gate opens when the model says the op executes (see quiesce)
+    case .open, .openFully:
+      break  // permits are given when the model says the body moves (see quiesce)
+    case .pause(let op):
+      handles[op]!.pause()
+    case .resume(let op):
+      handles[op]!.resume()
+    case .pauseAll(let queue):
+      boxes[queue]!.queue.pauseAllOperations()
+    case .resumeAll(let queue):
+      boxes[queue]!.queue.resumeAllOperations()
+    case .setLimitPausingExcess(let queue, let limit):
+      boxes[queue]!.queue.setMaxConcurrentOperationCount(limit, pausingExcess: true)
+    case .addCoalesced(let op, let work, let queue, let priority, let key, let spec):
+      let target = boxes[queue]!.queue
+      let isNew = model.ops[work]?.followers.first == op
+      var workSpec = spec
+      workSpec.handlerCapturesQueue = nil
+      let run = body(work, workSpec)
+      if !isNew {
+        gates[work] = nil
+        tokens[work] = nil
+      }
+      let before = Set(target.operations.map(\.id))
+      let operation = target.addOperation(
+        name: "op\(op)", priority: OperationPriority.allCases[priority], coalescingBy: key, run)
+      typed[op] = operation
+      track(op, operation, BodySpec(auto: false, checksCancellation: false, throwing: false))
+      let added = target.operations.filter { !before.contains($0.id) }
+      if isNew {
+        // The shared work: the queue's newest op. Only a weak reference: the script has no handle.
+        guard added.count == 1, let shared = added.first, shared.id != operation.id else {
+          return "added \(added.count) ops to q\(queue); expected the shared work alone"
+        }
+        weakOps[work] = Weak(object: shared)
+        ids[work] = shared.id
+        checker.identify(op: work, id: shared.id)
+      } else if !added.isEmpty {
+        return "added \(added.count) ops to q\(queue); expected to join op\(model.ops[op]!.leader!)"
+      }
     case .dropHandle(let op):
       handles[op] = nil
       typed[op] = nil
@@ -322,32 +531,58 @@ private final class RealRun {
 
   // MARK: Quiescence
 
-  /// Waits until the real queues run what the model runs; lets the ops the model ends end, one at a
-  /// time, in the model's order; then compares every op's state.
+  /// Waits until the real queues run what the model runs; lets the bodies the model moves move,
+  /// one at a time, in the model's order; then compares every op's exact state.
   private func quiesce(step: Int) async -> String? {
     while true {
       if let problem = await waitForExecuting() { return problem }
-      guard let (op, outcome) = model.nextEnding() else { break }
-      guard let id = ids[op], let gate = gates[op] else { return "op\(op) has no gate (test bug)" }
-      gate.open()
-      await checker.wait { $0.latest[id]?.isTerminal == true }
-      let actual = checker.snapshot.latest[id].map(modelState)
-      if actual != outcome {
-        return "op\(op) ended \(actual.map(\.rawValue) ?? "?"), expected \(outcome)"
+      guard let move = model.nextMove() else { break }
+      guard let id = ids[move.op], let permits = gates[move.op] else {
+        return "op\(move.op) has no permits (test bug)"
+      }
+      // Each wait also ends on what the model did not expect (the body passed, paused or ended
+      // instead), so a disagreement is a failure that says so, not a hang.
+      let before = permits.passed
+      let checkpoint = move.reachesCheckpoint
+      for _ in 0..<move.permits { permits.give() }
+      await checker.wait { snapshot in
+        snapshot.latest[id]?.isTerminal == true || permits.passed > before
+          || (checkpoint && snapshot.latest[id] == .paused)
+      }
+      let latest = checker.snapshot.latest[id]
+      let asked = permits.takeAsked()
+      if move.reachesCheckpoint, !model.ops[move.op]!.cancelRequested, asked != move.askedToPause {
+        return
+          "op\(move.op) read isPauseRequested \(asked.map { "\($0)" } ?? "nothing"), expected \(move.askedToPause)"
+      }
+      let seen =
+        permits.passed > before
+        ? "passed its checkpoint" : latest == .paused ? "paused" : "ended \(latest.map { "\($0)" } ?? "?")"
+      switch move.result {
+      case .passed(let count):
+        if permits.passed != count { return "op\(move.op) \(seen); expected it to pass checkpoint \(count)" }
+      case .paused:
+        if latest != .paused || permits.passed != before {
+          return "op\(move.op) \(seen); expected it to pause"
+        }
+      case .ended(let outcome):
+        let actual = latest.map(modelState)
+        if actual != outcome || permits.passed != before {
+          return "op\(move.op) \(seen); expected it to end \(outcome)"
+        }
       }
       reliabilityHeartbeat.add(1, ordering: .relaxed)
     }
     for op in model.sortedOpIndices {
-      guard let operation = handles[op], let expected = model.state(of: op) else { continue }
+      guard let operation = handles[op], let expected = model.expectedState(op) else { continue }
       let real = operation.state
-      let actual = modelState(real)
-      if expected == .waiting && actual == .waiting && (real == .ready) != model.isReady(op) {
-        return "op\(op) is \(real), expected \(model.isReady(op) ? "ready" : "pending")"
-      }
-      if actual != expected
-        && !(model.acceptsEither(op) && expected.isTerminal && actual.isTerminal && actual != .finished)
+      if real != expected
+        && !(model.acceptsEither(op) && expected.isTerminal && real.isTerminal && real != .finished)
       {
-        return "op\(op) is \(operation.state), expected \(expected)"
+        return "op\(op) is \(real), expected \(expected)"
+      }
+      if operation.isPaused != model.expectedIsPaused(op) {
+        return "op\(op).isPaused is \(operation.isPaused), expected \(model.expectedIsPaused(op))"
       }
     }
     return nil
@@ -365,6 +600,11 @@ private final class RealRun {
         return ids.isSubset(of: real) || !real.subtracting(ids).isEmpty
           || ids.contains { snapshot.latest[$0]?.isTerminal == true }
       }
+    }
+    // Bodies given a slot again return from their checkpoint and report it.
+    for op in model.sortedOpIndices where model.checkpointsPassed(op) > 0 && model.state(of: op) == .executing
+    {
+      await gates[op]?.waitUntilPassed(model.checkpointsPassed(op))
     }
     let snapshot = checker.snapshot
     for (queue, ids) in want {

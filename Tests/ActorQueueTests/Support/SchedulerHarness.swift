@@ -151,17 +151,19 @@ struct SchedulerHarness {
   }
 
   /// `addOperation(coalescingBy: key)` by a caller whose handle the harness keeps as `name`;
-  /// new shared work is kept as `"work:" + key`. Compares keys outside the event, as the public
-  /// call does.
+  /// new shared work is kept as `work` (by default `"work:" + key`: give a name of its own when a
+  /// key is used again once its work has ended). Compares keys outside the event, as the public
+  /// call does. Returns whether it added new work (false: it joined).
+  @discardableResult
   mutating func addCoalesced(
-    _ name: String, key: String, priority: OperationPriority = .normal, to queue: Int
-  ) {
+    _ name: String, key: String, work: String? = nil, priority: OperationPriority = .normal, to queue: Int
+  ) -> Bool {
     let key = CoalescingKey(key)
     let hash = key.hashValue
     let bucket = scheduler.coalescingBucket(hash, in: queue)
     let match = bucket.entries.first { $0.key == key }
     let made = Mutex<[AnyQueueOperation]>([])
-    let workName = "work:\(key.base)"
+    let workName = work ?? "work:\(key.base)"
     let outcome = event { scheduler, now, effects in
       scheduler.submitCoalesced(
         key: key, hash: hash, version: bucket.version, match: match, resultType: String.self, name: workName,
@@ -174,11 +176,12 @@ struct SchedulerHarness {
     }
     guard case .handle(let handle) = outcome else {
       Issue.record("coalesced add of \(name) did not return a handle: \(outcome)")
-      return
+      return false
     }
     let handles = made.withLock { $0 }
     if handles.count == 2 { self.handles[workName] = handles[0] }
     self.handles[name] = handle
+    return handles.count == 2
   }
 
   /// Whether the worker running `name` has its pause flag set (what a checkpoint reads first).

@@ -1,3 +1,5 @@
+import ActorQueue
+
 /// A model operation's state: the five the tests tell apart.
 enum ModelState: String, Codable, Sendable, Hashable {
   case waiting, executing, finished, failed, cancelled
@@ -17,7 +19,7 @@ enum StepExpectation: Equatable, Sendable {
 }
 
 enum Refusal: String, Sendable, Equatable {
-  case dependencyCycle, alreadyEnqueued, alreadyStarted
+  case dependencyCycle, alreadyEnqueued, alreadyStarted, joinedSharedWork
 }
 
 /// Facts an invariant checker needs and cannot see in the events: dependencies, priorities,
@@ -29,12 +31,54 @@ enum Registration: Sendable, Equatable {
   case edgeRemoved(dependent: Int, dependency: Int, step: Int)
   case priority(op: Int, priority: Int, step: Int)
   case cancelledWhileWaiting(op: Int, step: Int)
+  /// Cancelled while its body was paused at a checkpoint: it must not start (get a slot) again.
+  case cancelledWhilePaused(op: Int, step: Int)
+}
+
+/// One move of a body the model lets happen now: the executor gives it `permits` permits and
+/// waits for `result`.
+struct BodyMove: Sendable, Equatable {
+  enum Result: Sendable, Equatable {
+    /// It returned from a checkpoint and reports `passed` checkpoints passed in all.
+    case passed(Int)
+    /// It paused at a checkpoint (`.paused`, no slot).
+    case paused
+    /// It ended so.
+    case ended(ModelState)
+  }
+
+  var op: Int
+  var permits: Int
+  /// The body calls a checkpoint in this move (else it goes to its end, or rethrows what its
+  /// checkpoint threw earlier).
+  var reachesCheckpoint: Bool
+  var result: Result
+  /// When it reaches a checkpoint: whether it is asked to pause there (what
+  /// `ActorQueue.isPauseRequested` says just before).
+  var askedToPause = false
 }
 
 /// The reference model: the behaviour the spec promises (spec/operation-model.md, spec/API.md),
-/// as a small synchronous value. It decides every outcome of a script, which ops run at each moment,
-/// and what must have been freed. Executors (real queues here; the scheduler's pure state machine
-/// later) drive it step by step and compare.
+/// as a small synchronous value. It decides every outcome of a script, which ops hold a slot at
+/// each moment, each op's exact state, where each body is, and what must have been freed.
+/// Executors (real queues, the scheduler value) drive it step by step and compare.
+///
+/// Pause and coalescing, as the scheduler documents them (Scheduler+Pause, Scheduler+Coalescing):
+/// - A body pauses only at a checkpoint, when `pause()` held it or an excess request asked it to;
+///   paused, it holds no slot. Held by the user it shows `.paused` until `resume()`; paused for
+///   the excess (or resumed) it competes for a slot by priority then submission order, showing
+///   `.paused` (excess) or `.ready` (resumed), and continues once granted one.
+/// - A held waiting op stays `.pending` until resumed.
+/// - Excess requests: chosen lowest priority first, then most recently started; recounted
+///   whenever the queue is touched, withdrawing those that would have been chosen last. Recounting
+///   more often than the scheduler does changes nothing: between two recounts the number needed
+///   only falls at events that touch the queue.
+/// - Cancelling a paused body makes its checkpoint throw; it runs to its end holding no slot and
+///   shows `.paused` until then.
+/// - Coalescing: the shared work is a model op of its own (no handle in the script); each caller
+///   is a follower that mirrors its state and ends with its outcome. Cancelling a follower ends it
+///   at once; the work is cancelled once every follower is; its priority is the highest of its
+///   unfinished followers'. A follower takes no dependencies (`.joinedSharedWork`).
 struct ReferenceModel: Sendable {
   struct Op: Sendable {
     var queue: Int
@@ -51,36 +95,79 @@ struct ReferenceModel: Sendable {
     /// Implicit barrier edges: a barrier waits for what was before it; an op waits for every
     /// barrier of its queue that had not ended when it was added.
     var barrierDependencies: [Int] = []
-    var gateOpened = false
     var handleHeld = true
     /// Two inputs had ended badly when it was added: failed or cancelled are both correct.
     var eitherBadOutcome = false
 
-    var allDependencies: [Int] { explicit.map(\.op) + inputs + barrierDependencies }
+    // Bodies
+    /// Permits the script gave (every one at once for an auto body).
+    var opens = 0
+    /// Permits the body took (of those the script gave).
+    var stage = 0
+    /// Checkpoints it returned from.
+    var passed = 0
+    /// Executing and holding a slot (else, executing, it is paused at a checkpoint).
+    var holdsSlot = false
+    /// Its checkpoint threw (cancelled while paused): it ends at its next move.
+    var threw = false
+    /// Paused and competing for a slot.
+    var inReady = false
+    /// Paused, competing, and showing `.ready` (it was resumed).
+    var showsReady = false
+    var startOrder = 0
+    /// Times it paused at a checkpoint, and was given a slot again there (so its `onPause` and
+    /// `onResume` handlers ran, when it has them).
+    var pauses = 0
+    var resumes = 0
+
+    // Pause
+    var pauseHeld = false
+    var excessPaused = false
+
+    // Coalescing
+    /// A caller's handle: the shared work it follows.
+    var leader: Int?
+    /// Shared work: its callers' handles, in the order they joined.
+    var followers: [Int] = []
+    /// Shared work: its key.
+    var key: Int?
+
+    var allDependencies: [Int] {
+      explicit.map(\.op) + inputs + barrierDependencies + (leader.map { [$0] } ?? [])
+    }
 
     func requiresSuccess(of other: Int) -> Bool {
       inputs.contains(other) || explicit.contains { $0.op == other && $0.mustSucceed }
     }
 
     var captures: [Int] { body.captures }
+
+    var pausedInBody: Bool { state == .executing && !holdsSlot }
   }
 
   struct Queue: Sendable {
     var limit: Int
     var suspended = false
     var released = false
+    /// Released while suspended: nothing in it can get a slot again.
+    var releasedSuspended = false
     var barriers: [Int] = []
   }
 
   private(set) var ops: [Int: Op] = [:]
   private(set) var queues: [Queue]
-  /// Ops the executor must let end, in the order they started (their gate is open or they are auto).
-  private(set) var endingQueue: [Int] = []
   private(set) var journal: [Registration] = []
   private var nextOrder = 0
+  private var nextStart = 0
+  private var nextMovable = 0
+  /// Bodies that may move, with when they became able to: they move in that order.
+  private var movable: [Int: Int] = [:]
   private(set) var step = 0
   /// For a `.batch` step: what each of its `addDependency` calls must do.
   private(set) var lastBatchExpectations: [StepExpectation] = []
+  /// What paused bodies were told since the last `takeCheckpointLog()`: "opN resumed" (granted a
+  /// slot), "opN cancelled" (cancelled while paused), as the scheduler value's harness logs them.
+  private var checkpointLog: [String] = []
 
   init(queueLimits: [Int]) {
     queues = queueLimits.map { Queue(limit: $0 == -1 ? .max : $0) }
@@ -91,13 +178,63 @@ struct ReferenceModel: Sendable {
 
   func state(of op: Int) -> ModelState? { ops[op]?.state }
 
+  /// The ops of `queue` that hold a slot.
   func executing(in queue: Int) -> Set<Int> {
-    Set(ops.filter { $0.value.queue == queue && $0.value.state == .executing }.map(\.key))
+    Set(
+      ops.filter { $0.value.queue == queue && $0.value.state == .executing && $0.value.holdsSlot }.map(\.key))
   }
 
   func isLive(queue: Int) -> Bool { queue < queues.count && !queues[queue].released }
 
   func handleHeld(_ op: Int) -> Bool { ops[op]?.handleHeld ?? false }
+
+  /// The op a handle acts on: a follower's shared work while the follower has not ended.
+  func target(_ op: Int) -> Int {
+    guard let model = ops[op], let leader = model.leader, !model.state.isTerminal else { return op }
+    return leader
+  }
+
+  func isFollower(_ op: Int) -> Bool { ops[op]?.leader != nil }
+
+  /// Whose body's value a handle ends with.
+  func bodyOp(_ op: Int) -> Int { ops[op]?.leader ?? op }
+
+  /// The exact state the op must show.
+  func expectedState(_ op: Int) -> OperationState? {
+    guard let model = ops[op] else { return nil }
+    if model.leader != nil && !model.state.isTerminal { return expectedState(model.leader!) }
+    switch model.state {
+    case .finished: return .finished
+    case .failed: return .failed
+    case .cancelled: return .cancelled
+    case .waiting: return isReady(model) ? .ready : .pending
+    case .executing:
+      if model.holdsSlot { return .executing }
+      return model.showsReady ? .ready : .paused
+    }
+  }
+
+  /// What `isPaused` must say: paused at a checkpoint, or held by `pause()`, and not ended (a
+  /// caller's handle says it of its shared work).
+  func expectedIsPaused(_ op: Int) -> Bool {
+    let target = target(op)
+    guard let model = ops[target], !model.state.isTerminal else { return false }
+    return expectedState(target) == .paused || model.pauseHeld
+  }
+
+  /// Whether the worker of an op holding a slot has its pause flag set.
+  func pauseRequested(_ op: Int) -> Bool {
+    guard let model = ops[op] else { return false }
+    return model.pauseHeld || model.excessPaused
+  }
+
+  /// Checkpoints the body has returned from (it reports each).
+  func checkpointsPassed(_ op: Int) -> Int { ops[op]?.passed ?? 0 }
+
+  mutating func takeCheckpointLog() -> [String] {
+    defer { checkpointLog = [] }
+    return checkpointLog
+  }
 
   // MARK: Steps
 
@@ -167,7 +304,7 @@ struct ReferenceModel: Sendable {
       return addDependency(dependency)
     case .undepend(let dependent, let dependency):
       guard handleHeld(dependent), handleHeld(dependency) else { return .skip }
-      guard ops[dependent]!.state == .waiting,
+      guard ops[dependent]!.state == .waiting, ops[dependent]!.leader == nil,
         let index = ops[dependent]!.explicit.firstIndex(where: { $0.op == dependency })
       else { return .done }
       ops[dependent]!.explicit.remove(at: index)
@@ -177,20 +314,22 @@ struct ReferenceModel: Sendable {
       guard handleHeld(op), isLive(queue: queue) else { return .skip }
       return .refused(.alreadyEnqueued)
     case .cancel(let op):
-      guard handleHeld(op) else { return .skip }
+      guard handleHeld(op), !wouldStrand(cancellingFollower: op) else { return .skip }
       cancel(op)
       return .done
     case .cancelAll(let queue):
       guard isLive(queue: queue) else { return .skip }
-      let unfinished = ops.filter {
-        $0.value.queue == queue && $0.value.enqueued && !$0.value.state.isTerminal
-      }
-      .sorted { $0.value.order < $1.value.order }.map(\.key)
-      for op in unfinished { cancel(op) }
+      for op in unfinished(in: queue) { cancel(op) }
       return .done
     case .setLimit(let queue, let limit):
       guard isLive(queue: queue), limit == -1 || limit >= 1 else { return .skip }
       queues[queue].limit = limit == -1 ? .max : limit
+      return .done
+    case .setLimitPausingExcess(let queue, let limit):
+      guard isLive(queue: queue), limit == -1 || limit >= 1 else { return .skip }
+      queues[queue].limit = limit == -1 ? .max : limit
+      settle()  // the setter's own starts and recount, before the requests are made
+      requestExcessPauses(in: queue)
       return .done
     case .setSuspended(let queue, let suspended):
       guard isLive(queue: queue) else { return .skip }
@@ -200,32 +339,88 @@ struct ReferenceModel: Sendable {
       guard handleHeld(op), ops[op]!.priority != priority else { return .skip }
       ops[op]!.priority = priority
       journal.append(.priority(op: op, priority: priority, step: self.step))
+      if let leader = ops[op]!.leader, !ops[op]!.state.isTerminal { raiseLeaderPriority(leader) }
       return .done
     case .open(let op):
-      guard let model = ops[op], !model.gateOpened, !model.body.auto else { return .skip }
-      ops[op]!.gateOpened = true
-      if model.state == .executing { endingQueue.append(op) }
+      guard let model = ops[op], model.leader == nil, !model.body.auto, !model.state.isTerminal,
+        model.opens < model.body.checkpoints + 1
+      else { return .skip }
+      ops[op]!.opens += 1
+      return .done
+    case .openFully(let op):
+      guard let model = ops[op], model.leader == nil, !model.body.auto, !model.state.isTerminal,
+        model.opens < model.body.checkpoints + 1
+      else { return .skip }
+      ops[op]!.opens = model.body.checkpoints + 1
       return .done
     case .dropHandle(let op):
-      guard handleHeld(op) else { return .skip }
+      guard handleHeld(op), !wouldStrand(droppingHandle: op) else { return .skip }
       ops[op]!.handleHeld = false
       return .done
     case .releaseQueue(let queue):
       guard isLive(queue: queue) else { return .skip }
       if queues[queue].suspended {
-        // Released while suspended: its deinit cancels what waits in it. Only when nothing that is
-        // still running or waiting holds its owner (else it is the user's own cycle).
+        // Released while suspended: its deinit cancels what waits in it, and its paused bodies.
+        // Only when nothing that is still running or waiting holds its owner (else it is the
+        // user's own cycle), and no executing op is asked to pause (it would pause for good:
+        // see ReleasedSuspendedQueuePauseTests).
         let captured = ops.values.contains { !$0.state.isTerminal && $0.captures.contains(queue) }
-        guard !captured else { return .skip }
-        queues[queue].released = true
-        let waiting = ops.filter {
-          $0.value.queue == queue && $0.value.enqueued && $0.value.state == .waiting
+        let asked = ops.values.contains {
+          $0.queue == queue && $0.state == .executing && $0.holdsSlot && ($0.pauseHeld || $0.excessPaused)
         }
-        .sorted { $0.value.order < $1.value.order }.map(\.key)
-        for op in waiting { cancel(op) }
+        guard !captured, !asked else { return .skip }
+        queues[queue].released = true
+        queues[queue].releasedSuspended = true
+        for op in unfinished(in: queue) {
+          let model = ops[op]!
+          if model.state == .waiting || (model.pausedInBody && !model.threw) { cancel(op) }
+        }
       } else {
+        // Nobody could resume what `pause()` holds there without a handle.
+        guard !unfinished(in: queue).contains(where: { stranded($0, ignoring: nil) }) else { return .skip }
         queues[queue].released = true
       }
+      return .done
+    case .pause(let op):
+      guard handleHeld(op) else { return .skip }
+      let target = target(op)
+      // In a queue released while suspended a paused body would never get a slot again.
+      guard !queues[ops[target]!.queue].releasedSuspended else { return .skip }
+      pause(target)
+      return .done
+    case .resume(let op):
+      guard handleHeld(op) else { return .skip }
+      resume(target(op))
+      return .done
+    case .pauseAll(let queue):
+      guard isLive(queue: queue) else { return .skip }
+      for op in unfinished(in: queue) { pause(op) }
+      return .done
+    case .resumeAll(let queue):
+      guard isLive(queue: queue) else { return .skip }
+      for op in unfinished(in: queue) { resume(op) }
+      return .done
+    case .addCoalesced(let op, let work, let queue, let priority, let key, let body):
+      guard isLive(queue: queue), ops[op] == nil else { return .skip }
+      let leader: Int
+      if let existing = unfinished(in: queue).first(where: { ops[$0]!.key == key }) {
+        leader = existing
+      } else {
+        guard ops[work] == nil, work != op, validCaptures(body) else { return .skip }
+        var body = body
+        body.handlerCapturesQueue = nil
+        create(work, queue: queue, priority: priority, body: body)
+        ops[work]!.handleHeld = false
+        ops[work]!.key = key
+        enqueue(work)
+        leader = work
+      }
+      create(
+        op, queue: queue, priority: priority,
+        body: BodySpec(auto: false, checksCancellation: false, throwing: false))
+      ops[op]!.leader = leader
+      ops[leader]!.followers.append(op)
+      raiseLeaderPriority(leader)
       return .done
     }
   }
@@ -234,9 +429,39 @@ struct ReferenceModel: Sendable {
     body.captures.allSatisfy { isLive(queue: $0) }
   }
 
+  /// The queue's unfinished ops (followers are in no queue), in submission order.
+  private func unfinished(in queue: Int) -> [Int] {
+    ops.filter { $0.value.queue == queue && $0.value.enqueued && !$0.value.state.isTerminal }
+      .sorted { $0.value.order < $1.value.order }.map(\.key)
+  }
+
+  /// Whether `op` is held by `pause()` and no handle (but `ignoring`) could resume it.
+  private func stranded(_ op: Int, ignoring: Int?) -> Bool {
+    guard let model = ops[op], !model.state.isTerminal, model.pauseHeld else { return false }
+    return !ops.contains { $0.key != ignoring && $0.value.handleHeld && target($0.key) == op }
+  }
+
+  /// Dropping this handle would leave an op of a released queue held with nobody to resume it.
+  private func wouldStrand(droppingHandle op: Int) -> Bool {
+    let target = target(op)
+    guard let model = ops[target], model.queue < queues.count, queues[model.queue].released else {
+      return false
+    }
+    return stranded(target, ignoring: op)
+  }
+
+  /// Cancelling this caller's handle would leave its shared work, in a released queue, held with
+  /// nobody to resume it (callers that dropped their handles still wait for it).
+  private func wouldStrand(cancellingFollower op: Int) -> Bool {
+    guard let leader = ops[op]?.leader, !ops[op]!.state.isTerminal else { return false }
+    let othersWait = ops[leader]!.followers.contains { $0 != op && !ops[$0]!.state.isTerminal }
+    return othersWait && wouldStrand(droppingHandle: op)
+  }
+
   private mutating func create(_ op: Int, queue: Int, priority: Int, body: BodySpec, isBarrier: Bool = false)
   {
     ops[op] = Op(queue: queue, priority: priority, body: body, isBarrier: isBarrier)
+    if body.auto { ops[op]!.opens = body.checkpoints + 1 }
   }
 
   private mutating func enqueue(_ op: Int, asBarrier: Bool = false) {
@@ -255,6 +480,7 @@ struct ReferenceModel: Sendable {
 
   private mutating func addDependency(_ edge: Dependency) -> StepExpectation {
     guard let dependent = ops[edge.dependent], let dependency = ops[edge.dependency] else { return .skip }
+    guard dependent.leader == nil else { return .refused(.joinedSharedWork) }
     guard dependent.state == .waiting else { return .refused(.alreadyStarted) }
     if let index = dependent.explicit.firstIndex(where: { $0.op == edge.dependency }) {
       guard edge.mustSucceed, !dependent.explicit[index].mustSucceed else { return .done }
@@ -278,7 +504,8 @@ struct ReferenceModel: Sendable {
     return .done
   }
 
-  /// True when `op` waits, directly or not, for `other` (through edges to ops not yet ended).
+  /// True when `op` waits, directly or not, for `other` (through edges to ops not yet ended; a
+  /// follower waits for its shared work).
   private func waits(_ op: Int, for other: Int) -> Bool {
     guard !ops[op]!.state.isTerminal else { return false }
     var stack = [op]
@@ -294,23 +521,118 @@ struct ReferenceModel: Sendable {
 
   private mutating func cancel(_ op: Int) {
     guard !ops[op]!.state.isTerminal else { return }
+    if let leader = ops[op]!.leader {
+      // A caller's handle: it ends at once; the work is cancelled once no caller waits for it.
+      end(op, as: .cancelled)
+      if ops[leader]!.followers.contains(where: { !ops[$0]!.state.isTerminal }) {
+        raiseLeaderPriority(leader)
+      } else {
+        cancel(leader)
+      }
+      return
+    }
     ops[op]!.cancelRequested = true
     if ops[op]!.state == .waiting {
       if ops[op]!.enqueued { journal.append(.cancelledWhileWaiting(op: op, step: step)) }
       end(op, as: .cancelled)
+    } else if ops[op]!.pausedInBody && !ops[op]!.threw {
+      // Its checkpoint throws; it runs to its end holding no slot, `.paused` until then.
+      ops[op]!.threw = true
+      ops[op]!.inReady = false
+      ops[op]!.showsReady = false
+      checkpointLog.append("op\(op) cancelled")
+      journal.append(.cancelledWhilePaused(op: op, step: step))
     }
   }
 
-  /// Ends `op` and, through must-succeed edges and inputs, every waiting op that needed it.
+  private mutating func raiseLeaderPriority(_ leader: Int) {
+    let unfinished = ops[leader]!.followers.filter { !ops[$0]!.state.isTerminal }
+    guard let highest = unfinished.map({ ops[$0]!.priority }).max(), highest != ops[leader]!.priority else {
+      return
+    }
+    ops[leader]!.priority = highest
+    journal.append(.priority(op: leader, priority: highest, step: step))
+  }
+
+  private mutating func pause(_ op: Int) {
+    guard !ops[op]!.state.isTerminal else { return }
+    ops[op]!.pauseHeld = true
+    if ops[op]!.pausedInBody {
+      ops[op]!.inReady = false
+      ops[op]!.showsReady = false
+    }
+  }
+
+  private mutating func resume(_ op: Int) {
+    guard !ops[op]!.state.isTerminal else { return }
+    ops[op]!.pauseHeld = false
+    ops[op]!.excessPaused = false
+    if ops[op]!.pausedInBody && !ops[op]!.cancelRequested {
+      ops[op]!.inReady = true
+      ops[op]!.showsReady = true
+    }
+  }
+
+  /// `setMaxConcurrentOperationCount(_:pausingExcess: true)` after the limit is set: asks the
+  /// executing ops beyond it to pause, lowest priority first, then the most recently started.
+  private mutating func requestExcessPauses(in queue: Int) {
+    let limit = queues[queue].limit
+    guard limit != .max else { return }
+    let slotHolders = executing(in: queue)
+    var excess = slotHolders.count - limit
+    var candidates: [Int] = []
+    for op in slotHolders {
+      if ops[op]!.pauseHeld || ops[op]!.excessPaused {
+        excess -= 1
+      } else {
+        candidates.append(op)
+      }
+    }
+    guard excess > 0 else { return }
+    candidates.sort { left, right in
+      let (a, b) = (ops[left]!, ops[right]!)
+      return a.priority != b.priority ? a.priority < b.priority : a.startOrder > b.startOrder
+    }
+    for op in candidates.prefix(excess) { ops[op]!.excessPaused = true }
+  }
+
+  /// Withdraws the excess requests freed slots made unneeded: those chosen last first.
+  private mutating func recountExcessRequests(in queue: Int) {
+    let slotHolders = executing(in: queue)
+    var requested = slotHolders.filter { !ops[$0]!.pauseHeld && ops[$0]!.excessPaused }.sorted()
+    guard !requested.isEmpty else { return }
+    let limit = queues[queue].limit
+    let needed =
+      limit == .max ? 0 : slotHolders.count - limit - slotHolders.filter { ops[$0]!.pauseHeld }.count
+    let surplus = requested.count - max(needed, 0)
+    guard surplus > 0 else { return }
+    requested.sort { left, right in
+      let (a, b) = (ops[left]!, ops[right]!)
+      return a.priority != b.priority ? a.priority > b.priority : a.startOrder < b.startOrder
+    }
+    for op in requested.prefix(surplus) { ops[op]!.excessPaused = false }
+  }
+
+  /// Ends `op` and, through must-succeed edges, inputs and followers, every waiting op that needed
+  /// it.
   private mutating func end(_ op: Int, as terminal: ModelState) {
     ops[op]!.state = terminal
+    ops[op]!.holdsSlot = false
+    ops[op]!.inReady = false
     if terminal == .cancelled { ops[op]!.cancelRequested = true }
     var frontier = [op]
     while let current = frontier.popLast() {
       let outcome = ops[current]!.state
+      for follower in ops[current]!.followers where !ops[follower]!.state.isTerminal {
+        ops[follower]!.state = outcome
+        if outcome == .cancelled { ops[follower]!.cancelRequested = true }
+        frontier.append(follower)
+      }
       guard outcome != .finished else { continue }
       for waiting in sortedOpIndices
-      where ops[waiting]!.state == .waiting && ops[waiting]!.requiresSuccess(of: current) {
+      where ops[waiting]!.state == .waiting && ops[waiting]!.leader == nil
+        && ops[waiting]!.requiresSuccess(of: current)
+      {
         ops[waiting]!.state = outcome == .cancelled ? .cancelled : .failed
         if outcome == .cancelled { ops[waiting]!.cancelRequested = true }
         frontier.append(waiting)
@@ -318,64 +640,160 @@ struct ReferenceModel: Sendable {
     }
   }
 
-  /// True when the op waits in its queue with every dependency ended (`.ready`, not `.pending`).
+  /// True when the op waits in its queue with every dependency ended and is not held
+  /// (`.ready`, not `.pending`).
   func isReady(_ op: Int) -> Bool { ops[op].map(isReady) ?? false }
 
   private func isReady(_ op: Op) -> Bool {
-    op.state == .waiting && op.enqueued && op.allDependencies.allSatisfy { ops[$0]!.state.isTerminal }
+    op.state == .waiting && op.enqueued && !op.pauseHeld && op.leader == nil
+      && op.allDependencies.allSatisfy { ops[$0]!.state.isTerminal }
   }
 
-  /// Starts what may start: in each queue not suspended, while a slot is free, the ready op of
-  /// highest priority, first submitted first.
+  /// Recounts excess requests, then starts what may start: in each queue not suspended, while a
+  /// slot is free, the ready op or paused body competing for a slot of highest priority, first
+  /// submitted first. Then notes which bodies may move.
   private mutating func settle() {
-    for queue in queues.indices where !queues[queue].suspended {
-      while executing(in: queue).count < queues[queue].limit {
-        let best = ops.filter { $0.value.queue == queue && isReady($0.value) }
-          .min { ($0.value.priority, -$0.value.order) > ($1.value.priority, -$1.value.order) }
-        guard let (index, _) = best else { break }
-        ops[index]!.state = .executing
-        if ops[index]!.body.auto || ops[index]!.gateOpened { endingQueue.append(index) }
+    // One pass over the ops (a model op is costly to copy in a debug build): per queue, the
+    // slot holders, whether excess requests are out, and what may start.
+    var holders = [Int](repeating: 0, count: queues.count)
+    var requests = [Bool](repeating: false, count: queues.count)
+    var candidates = [[(op: Int, priority: Int, order: Int)]](repeating: [], count: queues.count)
+    for (op, model) in ops where model.queue < queues.count {
+      if model.state == .executing && model.holdsSlot { holders[model.queue] += 1 }
+      if model.excessPaused { requests[model.queue] = true }
+      if isReady(model) || (model.pausedInBody && model.inReady && !model.threw) {
+        candidates[model.queue].append((op, model.priority, model.order))
       }
     }
+    for queue in queues.indices {
+      if requests[queue] { recountExcessRequests(in: queue) }
+      guard !queues[queue].suspended else { continue }
+      // Starting one op makes no other ready: the candidates stay valid.
+      let ordered = candidates[queue].sorted {
+        $0.priority != $1.priority ? $0.priority > $1.priority : $0.order < $1.order
+      }
+      for candidate in ordered {
+        guard holders[queue] < queues[queue].limit else { break }
+        let index = candidate.op
+        nextStart += 1
+        ops[index]!.startOrder = nextStart
+        ops[index]!.holdsSlot = true
+        if ops[index]!.state == .executing {
+          // A paused body given a slot: its checkpoint returns.
+          ops[index]!.inReady = false
+          ops[index]!.showsReady = false
+          ops[index]!.passed += 1
+          ops[index]!.resumes += 1
+          checkpointLog.append("op\(index) resumed")
+        } else {
+          ops[index]!.state = .executing
+        }
+        holders[queue] += 1
+      }
+    }
+    noteMovable()
   }
 
-  /// The next op whose body the executor must let end now (in start order), already ended in the
-  /// model (with everything that follows from it), or nil when the system is quiescent.
-  mutating func nextEnding() -> (op: Int, outcome: ModelState)? {
-    guard !endingQueue.isEmpty else { return nil }
-    let op = endingQueue.removeFirst()
-    let model = ops[op]!
-    let outcome: ModelState
-    if model.cancelRequested && (model.body.checksCancellation || model.body.throwing) {
-      outcome = .cancelled
-    } else {
-      outcome = model.body.throwing ? .failed : .finished
+  private func canMove(_ op: Op) -> Bool {
+    guard op.state == .executing else { return false }
+    return op.threw || (op.holdsSlot && op.opens > op.stage)
+  }
+
+  private mutating func noteMovable() {
+    var newlyMovable: [Int] = []
+    for (op, model) in ops {
+      if canMove(model) {
+        if movable[op] == nil { newlyMovable.append(op) }
+      } else if movable[op] != nil {
+        movable[op] = nil
+      }
     }
-    end(op, as: outcome)
+    for op in newlyMovable.sorted() {
+      nextMovable += 1
+      movable[op] = nextMovable
+    }
+  }
+
+  /// The next move of a body the executor must let happen now (the one able to move longest),
+  /// already applied to the model with everything that follows from it; nil when nothing moves.
+  mutating func nextMove() -> BodyMove? {
+    guard let op = movable.min(by: { $0.value < $1.value })?.key else { return nil }
+    movable[op] = nil
+    let model = ops[op]!
+    let move: BodyMove
+    if model.threw {
+      move = BodyMove(op: op, permits: 1, reachesCheckpoint: false, result: .ended(.cancelled))
+      end(op, as: .cancelled)
+    } else if model.stage < model.body.checkpoints {
+      ops[op]!.stage += 1
+      if model.cancelRequested {
+        move = BodyMove(op: op, permits: 2, reachesCheckpoint: true, result: .ended(.cancelled))
+        end(op, as: .cancelled)
+      } else if model.pauseHeld || model.excessPaused {
+        ops[op]!.holdsSlot = false
+        ops[op]!.pauses += 1
+        ops[op]!.inReady = !model.pauseHeld
+        ops[op]!.excessPaused = false
+        move = BodyMove(op: op, permits: 1, reachesCheckpoint: true, result: .paused)
+      } else {
+        ops[op]!.passed += 1
+        move = BodyMove(op: op, permits: 1, reachesCheckpoint: true, result: .passed(ops[op]!.passed))
+      }
+    } else {
+      ops[op]!.stage += 1
+      let outcome: ModelState
+      if model.cancelRequested && (model.body.checksCancellation || model.body.throwing) {
+        outcome = .cancelled
+      } else {
+        outcome = model.body.throwing ? .failed : .finished
+      }
+      move = BodyMove(op: op, permits: 1, reachesCheckpoint: false, result: .ended(outcome))
+      end(op, as: outcome)
+    }
     settle()
-    return (op, outcome)
+    var asked = move
+    asked.askedToPause = move.reachesCheckpoint && (model.pauseHeld || model.excessPaused)
+    return asked
   }
 
   // MARK: End of a script
 
-  /// Steps that let everything end: resume every live queue, open every gate.
+  /// Steps that let everything end: resume every live queue, give every body its permits (so
+  /// that pause requests still out are met at checkpoints), and once no permit is left to give,
+  /// resume what is paused. Run them, then ask again, until none are left.
   func drainSteps() -> [Step] {
     var steps: [Step] = []
     for queue in queues.indices where isLive(queue: queue) && queues[queue].suspended {
       steps.append(.setSuspended(queue: queue, suspended: false))
     }
-    for op in sortedOpIndices where !ops[op]!.state.isTerminal && !ops[op]!.gateOpened && !ops[op]!.body.auto
-    {
-      steps.append(.open(op: op))
+    for op in sortedOpIndices where !ops[op]!.state.isTerminal && ops[op]!.leader == nil {
+      if ops[op]!.opens < ops[op]!.body.checkpoints + 1 { steps.append(.openFully(op: op)) }
+    }
+    guard steps.isEmpty else { return steps }
+    for queue in queues.indices where isLive(queue: queue) {
+      let paused = unfinished(in: queue).contains { op in
+        ops[op]!.pauseHeld || (ops[op]!.pausedInBody && !ops[op]!.inReady && !ops[op]!.threw)
+      }
+      if paused { steps.append(.resumeAll(queue: queue)) }
+    }
+    for queue in queues.indices where !isLive(queue: queue) {
+      for op in unfinished(in: queue) where ops[op]!.pauseHeld {
+        if let handle = sortedOpIndices.first(where: { ops[$0]!.handleHeld && target($0) == op }) {
+          steps.append(.resume(op: handle))
+        }
+      }
     }
     return steps
   }
 
   /// Ops the model allows to be alive: held by the script, not yet ended, or reachable from one
-  /// of those through its dependencies (kept like Foundation's `dependencies`).
+  /// of those through its dependencies (kept like Foundation's `dependencies`; a caller's handle
+  /// may keep its shared work).
   func opsAllowedAlive() -> Set<Int> {
     var alive = Set(
-      ops.filter { $0.value.handleHeld || ($0.value.enqueued && !$0.value.state.isTerminal) }.keys)
+      ops.filter {
+        $0.value.handleHeld || (($0.value.enqueued || $0.value.leader != nil) && !$0.value.state.isTerminal)
+      }.keys)
     var stack = Array(alive)
     while let op = stack.popLast() {
       for next in ops[op]!.allDependencies where alive.insert(next).inserted { stack.append(next) }

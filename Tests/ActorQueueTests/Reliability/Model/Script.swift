@@ -16,12 +16,23 @@ struct Script: Codable, Sendable, CustomStringConvertible {
   }
 }
 
-/// How an operation's body behaves. Every body first waits for its own gate, which only the
-/// executor opens (a script step, or at once when the op is `auto` or already opened and the
-/// model says it is executing): so which ops run at the same time is decided by the script alone.
+/// How an operation's body behaves. A body is a row of stages, each behind a permit of its own
+/// that only the executor gives (when a script step opened it, or at once when the op is
+/// `auto`, and only when the model says the body may move): so which ops run at the same time,
+/// where each body is and in which order they end is decided by the script alone.
+///
+/// The stages: a permit, then for each of ``checkpoints`` `try await ActorQueue.checkpoint()`
+/// (the body reports each one it passes, so the executor can wait for it) and another permit;
+/// then the end. A checkpoint that throws (the op was cancelled) makes the body wait for one more
+/// permit before it rethrows, so that the ends of several paused bodies cancelled in one step
+/// come in the model's order.
 struct BodySpec: Codable, Sendable, Hashable, CustomStringConvertible {
-  /// Ends as soon as it starts (the executor opens its gate when the model starts it).
+  /// Every permit is given as soon as the body may move (the script opens none of them).
   var auto: Bool
+  /// How many checkpoints (0–2) the body passes, each behind its own permit.
+  var checkpoints: Int = 0
+  /// Its checkpoints are `checkpoint(onPause:onResume:)`: the executor counts the handlers' runs.
+  var pauseHandlers = false
   /// After its gate: `try Task.checkCancellation()`.
   var checksCancellation: Bool
   /// After its gate: throws ``ScriptError`` instead of returning a value.
@@ -36,6 +47,8 @@ struct BodySpec: Codable, Sendable, Hashable, CustomStringConvertible {
 
   var description: String {
     var text = auto ? "auto" : "gated"
+    if checkpoints > 0 { text += "+\(checkpoints) checkpoint\(checkpoints == 1 ? "" : "s")" }
+    if pauseHandlers { text += " with onPause/onResume" }
     if checksCancellation { text += "+checks" }
     text += throwing ? " throws" : " returns"
     if let capturesQueue { text += " captures q\(capturesQueue)" }
@@ -73,8 +86,25 @@ enum Step: Codable, Sendable, Hashable, CustomStringConvertible {
   case setLimit(queue: Int, limit: Int)
   case setSuspended(queue: Int, suspended: Bool)
   case setPriority(op: Int, priority: Int)
-  /// Opens the op's gate (if it is executing it ends now; if waiting, it ends as soon as it starts).
+  /// Gives the op's body its next permit (it moves when the model says it may: it reaches its next
+  /// checkpoint, or its end).
   case open(op: Int)
+  /// Gives the op's body every permit it has left (the drain's open).
+  case openFully(op: Int)
+  /// `op.pause()`
+  case pause(op: Int)
+  /// `op.resume()`
+  case resume(op: Int)
+  /// `queue.pauseAllOperations()`
+  case pauseAll(queue: Int)
+  /// `queue.resumeAllOperations()`
+  case resumeAll(queue: Int)
+  /// `queue.setMaxConcurrentOperationCount(limit, pausingExcess: true)`
+  case setLimitPausingExcess(queue: Int, limit: Int)
+  /// `op = queue.addOperation(priority:, coalescingBy: key) { body }`: joins the work of `key`
+  /// waiting or executing in `queue`, or adds it as new shared work, a model op of its own named
+  /// `work` (the body is the work's; a caller that joins drops it).
+  case addCoalesced(op: Int, work: Int, queue: Int, priority: Int, key: Int, body: BodySpec)
   /// The script drops its strong reference to the op (it keeps its gate).
   case dropHandle(op: Int)
   /// The script drops its strong reference to the queue's owner box.
@@ -100,7 +130,17 @@ enum Step: Codable, Sendable, Hashable, CustomStringConvertible {
     case .setLimit(let queue, let limit): "q\(queue).maxConcurrentOperationCount = \(limit)"
     case .setSuspended(let queue, let suspended): "q\(queue).isSuspended = \(suspended)"
     case .setPriority(let op, let priority): "op\(op).queuePriority = \(priority.priorityName)"
-    case .open(let op): "open gate of op\(op)"
+    case .open(let op): "give op\(op) a permit"
+    case .openFully(let op): "give op\(op) every permit"
+    case .pause(let op): "op\(op).pause()"
+    case .resume(let op): "op\(op).resume()"
+    case .pauseAll(let queue): "q\(queue).pauseAllOperations()"
+    case .resumeAll(let queue): "q\(queue).resumeAllOperations()"
+    case .setLimitPausingExcess(let queue, let limit):
+      "q\(queue).setMaxConcurrentOperationCount(\(limit), pausingExcess: true)"
+    case .addCoalesced(let op, let work, let queue, let priority, let key, let body):
+      "op\(op) = q\(queue).addOperation(priority: \(priority.priorityName), coalescingBy: \(key)) "
+        + "{ \(body) } (new work: op\(work))"
     case .dropHandle(let op): "drop handle op\(op)"
     case .releaseQueue(let queue): "release q\(queue)"
     }
@@ -125,4 +165,18 @@ struct ScriptError: Error, Equatable {
 extension Int {
   /// Scripts store priorities as indices into `OperationPriority.allCases` (veryLow ... veryHigh).
   var priorityName: String { ["veryLow", "low", "normal", "high", "veryHigh"][self] }
+}
+
+extension BodySpec {
+  /// Scripts printed before bodies had checkpoints replay as bodies with none.
+  init(from decoder: any Decoder) throws {
+    let container = try decoder.container(keyedBy: CodingKeys.self)
+    auto = try container.decode(Bool.self, forKey: .auto)
+    checkpoints = try container.decodeIfPresent(Int.self, forKey: .checkpoints) ?? 0
+    pauseHandlers = try container.decodeIfPresent(Bool.self, forKey: .pauseHandlers) ?? false
+    checksCancellation = try container.decode(Bool.self, forKey: .checksCancellation)
+    throwing = try container.decode(Bool.self, forKey: .throwing)
+    capturesQueue = try container.decodeIfPresent(Int.self, forKey: .capturesQueue)
+    handlerCapturesQueue = try container.decodeIfPresent(Int.self, forKey: .handlerCapturesQueue)
+  }
 }

@@ -11,12 +11,13 @@ struct ScriptFailure: Error, Sendable, CustomStringConvertible {
 ///
 /// The contract every executor follows (see `RealQueueExecutor`): for each step, call
 /// `ReferenceModel.apply(_:index:)`; skip the step when it says `.skip`, else perform it and
-/// compare a thrown `ActorQueueError` with `.refused`; then, while `nextEnding()` returns an op,
-/// check that the system runs exactly `executing(in:)` of every queue, let that op's body end,
-/// and compare its terminal state; then compare every op's state (telling `.pending` from
-/// `.ready` with `isReady(_:)`). At the end, run `drainSteps()` the same way, and check what
-/// `opsAllowedAlive()`/`queuesAllowedAlive()` leave out is freed. Forward `journal` entries to
-/// an `InvariantChecker` when the executor has events.
+/// compare a thrown `ActorQueueError` with `.refused`; then, while `nextMove()` returns a body's
+/// move, check that the system runs exactly `executing(in:)` of every queue (the ops holding a
+/// slot), let that body move (give it the move's permits) and check it passed its checkpoint,
+/// paused or ended as the model says; then compare every op's exact state with
+/// `expectedState(_:)`. At the end, run `drainSteps()` the same way until it returns none, and
+/// check what `opsAllowedAlive()`/`queuesAllowedAlive()` leave out is freed. Forward `journal`
+/// entries to an `InvariantChecker` when the executor has events.
 protocol ScriptExecutor {
   /// Runs `script` from scratch; returns the first disagreement, or nil.
   func run(_ script: Script) async -> ScriptFailure?

@@ -1,5 +1,6 @@
 /// Generates random scripts from a seed: every public action, weighted so that the interesting
-/// interleavings (cancellation cascades, barriers, limit and suspension changes) come up often.
+/// interleavings (cancellation cascades, barriers, limit and suspension changes, pauses at
+/// checkpoints, excess pausing, coalesced work joined and cancelled) come up often.
 struct ScriptGenerator: Sendable {
   var minSteps = 12
   var maxSteps = 40
@@ -10,32 +11,41 @@ struct ScriptGenerator: Sendable {
     let limits = (0..<queueCount).map { _ in random.pick([1, 1, 2, 3, -1]) }
     var steps: [Step] = []
     var ops: [(op: Int, queue: Int, barrier: Bool)] = []
+    /// Shared work that may have been added (its body takes permits; the script has no handle).
+    var works: [Int] = []
     var released: Set<Int> = []
     var nextOp = 0
     let count = minSteps + random.below(maxSteps - minSteps + 1)
 
     func body(_ random: inout SplitMix64, queues: Int) -> BodySpec {
-      BodySpec(
-        auto: random.chance(35), checksCancellation: random.chance(40), throwing: random.chance(25),
+      let checkpoints = random.chance(60) ? 1 + random.below(2) : 0
+      return BodySpec(
+        auto: random.chance(35), checkpoints: checkpoints,
+        pauseHandlers: checkpoints > 0 && random.chance(40),
+        checksCancellation: random.chance(40), throwing: random.chance(25),
         capturesQueue: random.chance(12) ? random.below(queues) : nil,
         handlerCapturesQueue: random.chance(5) ? random.below(queues) : nil)
     }
     func anyOp(_ random: inout SplitMix64) -> Int? { ops.isEmpty ? nil : random.pick(ops).op }
+    /// One of the latest ops: those most likely still running, so a pause finds a body to pause.
+    func recentOp(_ random: inout SplitMix64) -> Int? {
+      ops.isEmpty ? nil : random.pick(Array(ops.suffix(4))).op
+    }
     func liveQueue(_ random: inout SplitMix64) -> Int {
       let live = (0..<queueCount).filter { !released.contains($0) }
       return live.isEmpty ? 0 : random.pick(live)
     }
 
     while steps.count < count {
-      let roll = random.below(100)
+      let roll = random.below(127)
       switch roll {
-      case 0..<20:
+      case 0..<18:
         let queue = liveQueue(&random)
         steps.append(
           .add(op: nextOp, queue: queue, priority: random.below(5), body: body(&random, queues: queueCount)))
         ops.append((nextOp, queue, false))
         nextOp += 1
-      case 20..<27:
+      case 18..<25:
         let candidates = ops.filter { !$0.barrier }
         guard !candidates.isEmpty else { continue }
         let queue = liveQueue(&random)
@@ -46,7 +56,7 @@ struct ScriptGenerator: Sendable {
             body: body(&random, queues: queueCount)))
         ops.append((nextOp, queue, false))
         nextOp += 1
-      case 27..<34:
+      case 25..<32:
         let queue = liveQueue(&random)
         let prepared = (0..<(1 + random.below(3))).map { offset in
           PreparedSpec(
@@ -64,7 +74,7 @@ struct ScriptGenerator: Sendable {
         steps.append(.batch(queue: queue, ops: prepared, dependencies: dependencies))
         for spec in prepared { ops.append((spec.op, queue, false)) }
         nextOp += prepared.count
-      case 34..<38:
+      case 32..<36:
         let queue = liveQueue(&random)
         var barrierBody = body(&random, queues: queueCount)
         barrierBody.capturesQueue = nil
@@ -72,38 +82,76 @@ struct ScriptGenerator: Sendable {
         steps.append(.barrier(op: nextOp, queue: queue, body: barrierBody))
         ops.append((nextOp, queue, true))
         nextOp += 1
-      case 38..<51:
+      case 36..<48:
         guard let dependent = anyOp(&random), let dependency = anyOp(&random) else { continue }
         steps.append(
           .depend(Dependency(dependent: dependent, dependency: dependency, mustSucceed: random.chance(45))))
-      case 51..<54:
+      case 48..<51:
         guard let dependent = anyOp(&random), let dependency = anyOp(&random) else { continue }
         steps.append(.undepend(dependent: dependent, dependency: dependency))
-      case 54..<55:
+      case 51..<52:
         guard let op = anyOp(&random) else { continue }
         steps.append(.addAgain(op: op, queue: liveQueue(&random)))
-      case 55..<63:
+      case 52..<60:
         guard let op = anyOp(&random) else { continue }
         steps.append(.cancel(op: op))
-      case 63..<66:
+      case 60..<63:
         steps.append(.cancelAll(queue: liveQueue(&random)))
-      case 66..<71:
+      case 63..<68:
         steps.append(.setLimit(queue: liveQueue(&random), limit: random.pick([-1, 1, 1, 2, 3])))
-      case 71..<78:
+      case 68..<75:
         steps.append(.setSuspended(queue: liveQueue(&random), suspended: random.chance(55)))
-      case 78..<82:
+      case 75..<79:
         guard let op = anyOp(&random) else { continue }
         steps.append(.setPriority(op: op, priority: random.below(5)))
-      case 82..<95:
-        guard let op = anyOp(&random) else { continue }
-        steps.append(.open(op: op))
-      case 95..<98:
+      case 79..<94:
+        let candidates = random.chance(50) ? ops.suffix(4).map(\.op) + works.suffix(2) : ops.map(\.op) + works
+        guard !candidates.isEmpty else { continue }
+        steps.append(.open(op: random.pick(candidates)))
+      case 94..<97:
         guard let op = anyOp(&random) else { continue }
         steps.append(.dropHandle(op: op))
-      default:
+      case 97..<99:
         let queue = liveQueue(&random)
         steps.append(.releaseQueue(queue: queue))
         released.insert(queue)
+      case 99..<106:
+        // Few keys, so that callers join work already there.
+        let queue = liveQueue(&random)
+        var workBody = body(&random, queues: queueCount)
+        workBody.handlerCapturesQueue = nil
+        steps.append(
+          .addCoalesced(
+            op: nextOp, work: nextOp + 1, queue: queue, priority: random.below(5), key: random.below(2),
+            body: workBody))
+        ops.append((nextOp, queue, false))
+        works.append(nextOp + 1)
+        nextOp += 2
+      case 106..<112:
+        guard let op = random.chance(75) ? recentOp(&random) : anyOp(&random) else { continue }
+        steps.append(.pause(op: op))
+        // Often let it reach its checkpoint (and pause there), and now and then cancel it there.
+        if random.chance(50) {
+          steps.append(.open(op: random.pick(ops.suffix(4).map(\.op) + works.suffix(2))))
+        }
+        if random.chance(20) { steps.append(.cancel(op: op)) }
+      case 112..<116:
+        guard let op = random.chance(60) ? recentOp(&random) : anyOp(&random) else { continue }
+        steps.append(.resume(op: op))
+      case 116..<118:
+        steps.append(.pauseAll(queue: liveQueue(&random)))
+      case 118..<120:
+        steps.append(.resumeAll(queue: liveQueue(&random)))
+      default:
+        // Often raise the limit first, so that more ops execute, then lower it pausing the excess
+        // and let some of that queue's latest bodies reach a checkpoint while asked to pause.
+        let queue = liveQueue(&random)
+        if random.chance(60) { steps.append(.setLimit(queue: queue, limit: random.pick([-1, 3]))) }
+        steps.append(.setLimitPausingExcess(queue: queue, limit: random.pick([-1, 1, 1, 1, 2])))
+        let inQueue = ops.filter { $0.queue == queue }.suffix(4).map(\.op) + works.suffix(2)
+        for _ in 0..<random.below(3) where !inQueue.isEmpty {
+          steps.append(.open(op: random.pick(inQueue)))
+        }
       }
     }
     return Script(seed: seed, queueLimits: limits, steps: steps)

@@ -8,8 +8,8 @@ import Testing
 /// the queue's `isLingering` although the other worker still lingers (and still counts as the
 /// starting worker). An op made ready afterwards (here by a dependency in another queue) sets no
 /// wake flag and gets no new worker: it waits until the lingering worker's window runs out
-/// (`LingerPolicy.window`, 100 µs), instead of starting at once. Latency, not a hang; the value
-/// tester looks past it (`ValueExecutor.waitsOutLingers`).
+/// (`LingerPolicy.window`, 100 µs), instead of starting at once. Latency, not a hang. Fixed:
+/// only the lingering worker clears the flag (`SchedulerStateMachine.lingerEnded()`).
 @Suite("Reliability: defects found by the random tester")
 struct LingerWakeDefectTests {
   /// The shrunk script (value-level, deterministic): at step 22 (the drain's
@@ -30,10 +30,7 @@ struct LingerWakeDefectTests {
     """
 
   @Test(
-    "An op made ready while a worker of its queue lingers is started at once, after a paused body's worker claimed",
-    .disabled(
-      "defect: a paused body's worker clears isLingering while another worker lingers; the next ready op waits out the linger window"
-    )
+    "An op made ready while a worker of its queue lingers is started at once, after a paused body's worker claimed"
   )
   func lingeringWorkerIsWoken() async throws {
     let script = try JSONDecoder().decode(Script.self, from: Data(Self.script.utf8))

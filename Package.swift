@@ -15,14 +15,17 @@ let package = Package(
     .target(name: "ActorQueue"),
     .target(name: "OperationAdapter", dependencies: ["ActorQueue"]),
     .executableTarget(name: "bench", dependencies: ["ActorQueue", "OperationAdapter"]),
-    // The field scenarios of issue 12 as runnable examples (`swift run DownloadManager`): the
-    // logic in a library each, so tests can drive it with a scripted network, and a small
-    // executable each that tells its story. No products: they are examples to read and run, not
-    // part of the package's API.
+    // The two field scenarios of issue 12 as runnable examples (`swift run DownloadManager`,
+    // `swift run ImageLoader`): the logic in a library each, so tests can drive it with a
+    // scripted network, and a small executable each that tells its story. No products: they are
+    // examples to read and run, not part of the package's API.
     .target(
       name: "DownloadManagerKit", dependencies: ["ActorQueue"], path: "Sources/Examples/DownloadManagerKit"),
     .executableTarget(
       name: "DownloadManager", dependencies: ["DownloadManagerKit"], path: "Sources/Examples/DownloadManager"),
+    .target(name: "ImageLoaderKit", dependencies: ["ActorQueue"], path: "Sources/Examples/ImageLoaderKit"),
+    .executableTarget(
+      name: "ImageLoader", dependencies: ["ImageLoaderKit"], path: "Sources/Examples/ImageLoader"),
     // Gates, recorders and a bridge for Foundation's blocking waits, shared by the test targets.
     .target(name: "TestSupport", dependencies: ["ActorQueue"], path: "Tests/TestSupport"),
     // Legacy Operation subclasses written as users write them (Swift 5 language mode, see below),
@@ -35,6 +38,9 @@ let package = Package(
     .testTarget(
       name: "DownloadManagerTests", dependencies: ["DownloadManagerKit", "ActorQueue", "TestSupport"],
       path: "Tests/Examples/DownloadManagerTests"),
+    .testTarget(
+      name: "ImageLoaderTests", dependencies: ["ImageLoaderKit", "ActorQueue", "TestSupport"],
+      path: "Tests/Examples/ImageLoaderTests"),
   ]
 )
 

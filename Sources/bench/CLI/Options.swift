@@ -11,6 +11,7 @@ enum ScenarioName: String, CaseIterable, Sendable {
   case cancel
   case queues
   case limitChange = "limit-change"
+  case pause
   case memory
   case adapter
   case adapterBlocking = "adapter-blocking"
@@ -30,6 +31,8 @@ enum ScenarioName: String, CaseIterable, Sendable {
     case .queues:
       "1…16 queues at once (max 4 each, a feeder each); and cancelling 100,000 ops beside a served queue"
     case .limitChange: "download manager: limit 3 → 10 → 5 under load; time until the limit is honoured"
+    case .pause:
+      "download manager: 1,000 transfers at limit 10, 20% paused 1 ms mid-way; pause→next start and throughput"
     case .memory: "resident memory per waiting op (100,000 in a suspended queue), a child process each"
     case .adapter: "10,000 trivial BlockOperations through OperationAdapter vs OperationQueue directly"
     case .adapterBlocking: "legacy ops whose main() blocks 1 ms, with async Swift work alongside: its delay"
@@ -102,6 +105,13 @@ struct Options: Sendable {
     semaphore the driver thread waits on. Back to back: the next op is added as soon as the
     previous body ran (ActorQueue's lingering workers are built for this). Every 1 ms / 10 ms:
     ops arrive on a fixed schedule, so no worker lingers and the pool's threads may sleep.
+
+    PAUSE: every fifth transfer is paused by its user after 2 of its 4 chunks (100 µs each, on
+    DispatchQueue timers in both systems) and resumed 1 ms later. ActorQueue's pause→start: from
+    the paused transfer's onPause to the first instruction of the transfer given its slot (paired
+    by consecutive queue events). OperationQueue cannot free a paused operation's slot (P4): it
+    runs the same script holding the slot while paused, so it has a time row and no pause→start
+    figures.
 
     QUEUES: one scheduler lock serves every ActorQueue in the process. 1, 2, 4, 8, 16 queues
     (max 4 each), each fed by its own thread (OperationQueue) or task (ActorQueue) in bursts of

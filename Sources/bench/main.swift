@@ -43,6 +43,7 @@ func runComparison() -> [Row] {
     case .queues: rows += ManyQueues.run(options, sizes)
     case .limitChange: rows += LimitChange.run(options, sizes)
     case .pause: rows += PauseScenario.run(options, sizes)
+    case .checkpoint: rows += Checkpoint.run(options, sizes)
     case .memory: rows += Memory.run(options, sizes)
     case .adapter:
       rows += AdapterScenario.run(options, sizes)

@@ -12,6 +12,7 @@ enum ScenarioName: String, CaseIterable, Sendable {
   case queues
   case limitChange = "limit-change"
   case pause
+  case checkpoint
   case memory
   case adapter
   case adapterBlocking = "adapter-blocking"
@@ -33,6 +34,7 @@ enum ScenarioName: String, CaseIterable, Sendable {
     case .limitChange: "download manager: limit 3 → 10 → 5 under load; time until the limit is honoured"
     case .pause:
       "download manager: 1,000 transfers at limit 10, 20% paused 1 ms mid-way; pause→next start and throughput"
+    case .checkpoint: "ns per ActorQueue.checkpoint() that finds nothing to do, inside and outside a body"
     case .memory: "resident memory per waiting op (100,000 in a suspended queue), a child process each"
     case .adapter: "10,000 trivial BlockOperations through OperationAdapter vs OperationQueue directly"
     case .adapterBlocking: "legacy ops whose main() blocks 1 ms, with async Swift work alongside: its delay"
@@ -112,6 +114,11 @@ struct Options: Sendable {
     by consecutive queue events). OperationQueue cannot free a paused operation's slot (P4): it
     runs the same script holding the slot while paused, so it has a time row and no pause→start
     figures.
+
+    CHECKPOINT: 1,000,000 calls of ActorQueue.checkpoint() that find nothing to do, in a loop, in
+    an operation's body (also with onPause/onResume) and outside any body: the median time in ms
+    is the cost per call in ns; cpu/call is the process's CPU time per call, which other work on
+    the machine does not inflate.
 
     QUEUES: one scheduler lock serves every ActorQueue in the process. 1, 2, 4, 8, 16 queues
     (max 4 each), each fed by its own thread (OperationQueue) or task (ActorQueue) in bursts of

@@ -110,8 +110,8 @@ struct Options: Sendable {
 
     PAUSE: every fifth transfer is paused by its user after 2 of its 4 chunks (100 µs each, on
     DispatchQueue timers in both systems) and resumed 1 ms later. ActorQueue's pause→start: from
-    the paused transfer's onPause to the first instruction of the transfer given its slot (paired
-    by consecutive queue events). OperationQueue cannot free a paused operation's slot (P4): it
+    the paused transfer's onPause to the first instruction of the transfer that took its slot
+    (read from the queue's events). OperationQueue cannot free a paused operation's slot (P4): it
     runs the same script holding the slot while paused, so it has a time row and no pause→start
     figures.
 

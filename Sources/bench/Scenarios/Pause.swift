@@ -7,11 +7,13 @@ import Synchronization
 /// 10, all added at once; every fifth transfer is paused by its user half-way (after 2 chunks)
 /// and resumed 1 ms later. Measured:
 /// - `pause→start p50`, `p99`: from a transfer pausing (its `onPause`, the last thing it does
-///   before giving its slot back) to the first instruction of the transfer that got the slot
-///   (a new one's body, or a resumed one's `onResume`). Which transfer got it is read from the
-///   queue's events: the slot is handed over in the same critical section as the pause, so the
-///   `.executing` event right after the `.paused` one (consecutive sequence numbers) is the
-///   hand-over. Pauses with nothing waiting (the last few) have none.
+///   before giving its slot back) to the first instruction of the transfer that took the slot
+///   (a new one's body, or a resumed one's `onResume`). Which transfer took it is read from the
+///   queue's events, in order: a worker whose transfer ended takes the next one in the same
+///   critical section (its `.executing` event follows the terminal one, consecutive sequence
+///   numbers), so every other start fills a slot a pause freed, the earliest first. Only pauses
+///   made while some transfer has not started yet count (the last ones free a slot nothing
+///   waits for).
 /// - `time`: the whole run, from adding the first transfer until the last has finished
 ///   (throughput: transfers per second).
 ///
@@ -35,8 +37,8 @@ enum PauseScenario {
 
   static let note =
     "pause: transfers of 4 × 100 µs chunks at limit 10, every fifth paused 1 ms after 2 chunks; pause→start: "
-    + "from a transfer pausing (onPause) to the first instruction of the transfer given its slot, paired by the "
-    + "queue's consecutive events; time: the whole run (ActorQueue's includes one event subscriber)"
+    + "from a transfer pausing (onPause) to the first instruction of the transfer that took its slot, read from the "
+    + "queue's events; time: the whole run (ActorQueue's includes one event subscriber)"
   static let noPauseInOperationQueue =
     "OperationQueue cannot free a paused operation's slot (P4): nothing starts when a transfer pauses, so there "
     + "is no pause→start to measure; its paused transfers hold their slots for 1 ms (see its time row)"
@@ -153,20 +155,33 @@ enum PauseScenario {
         uniqueKeysWithValues: operations.enumerated().map { ($0.element.id, $0.offset) })
       let times = stamps.all
       var starts = [Int](repeating: 0, count: n)  // `.executing` events seen per transfer
+      var started = 0  // transfers that have started at least once
+      var freed: [Int] = []  // transfers whose pause freed a slot not yet taken again, in order
       var latencies: [Double] = []
       for (position, event) in trace.enumerated() {
-        guard event.operationState == .executing, let id = event.operationID, let index = indexByID[id] else {
+        guard let id = event.operationID, let index = indexByID[id] else { continue }
+        switch event.operationState {
+        case .paused:
+          if started < n { freed.append(index) }  // a transfer that never started is waiting
+        case .executing:
+          starts[index] += 1
+          if starts[index] == 1 { started += 1 }
+          // A worker whose transfer ended takes the next one in the same critical section: that
+          // start fills the slot of the end, not of a pause.
+          if position > 0, trace[position - 1].operationState?.isTerminal == true,
+            trace[position - 1].sequence + 1 == event.sequence
+          {
+            continue
+          }
+          guard !freed.isEmpty else { continue }
+          let pausedIndex = freed.removeFirst()
+          guard let paused = times.paused[pausedIndex],
+            let start = starts[index] == 1 ? times.started[index] : times.continued[index], start > paused
+          else { continue }
+          latencies.append((start - paused).seconds)
+        default:
           continue
         }
-        starts[index] += 1
-        guard position > 0 else { continue }
-        let previous = trace[position - 1]
-        guard previous.operationState == .paused, previous.sequence + 1 == event.sequence,
-          let pausedID = previous.operationID, let pausedIndex = indexByID[pausedID],
-          let paused = times.paused[pausedIndex],
-          let started = starts[index] == 1 ? times.started[index] : times.continued[index]
-        else { continue }
-        latencies.append((started - paused).seconds)
       }
       let pauseCount = (0..<n).filter(pauses).count
       verify(

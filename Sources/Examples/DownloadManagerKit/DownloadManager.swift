@@ -73,6 +73,13 @@ public actor DownloadManager {
     }
   }
 
+  /// A manager that goes away cancels its downloads: a paused one would otherwise wait forever
+  /// for a `resume()` that nobody can call any more (a paused operation stays paused until its
+  /// handle or its queue resumes it, and both were the manager's).
+  deinit {
+    queue.cancelAllOperations()
+  }
+
   // MARK: Downloads
 
   /// Adds a download of `file`: it starts at once if fewer than the limit transfer, and waits
@@ -80,9 +87,9 @@ public actor DownloadManager {
   @discardableResult
   public func add(_ file: RemoteFile) -> Download {
     let download = Download(id: entries.count, file: file)
-    let transport = transport
+    let (transport, manager) = (transport, WeakManager(self))
     let operation = queue.addOperation(name: file.name) {
-      try await Self.transfer(download, over: transport, reportingTo: self)
+      try await Self.transfer(download, over: transport, reportingTo: manager)
     }
     entryByOperation[operation.id] = entries.count
     entries.append(Entry(download: download, operation: operation))
@@ -259,11 +266,28 @@ public actor DownloadManager {
 
   // MARK: Transfers
 
+  /// The manager, as a transfer reaches it: weakly, so that a paused transfer does not keep
+  /// its manager alive (the manager's `deinit` is what cancels it).
+  private struct WeakManager: Sendable {
+    weak var manager: DownloadManager?
+    init(_ manager: DownloadManager) { self.manager = manager }
+
+    func connected(_ download: Download, at offset: Int) async {
+      await manager?.connected(download, at: offset)
+    }
+    func disconnected(_ download: Download, pausing: Bool) async {
+      await manager?.disconnected(download, pausing: pausing)
+    }
+    func received(_ download: Download, total: Int) async {
+      await manager?.received(download, total: total)
+    }
+  }
+
   /// The body of a download's operation: receives the file chunk by chunk, and between two
   /// chunks reaches a checkpoint, where it pauses if asked to (closing its connection and
   /// keeping the bytes received) or stops if cancelled.
   private static func transfer(
-    _ download: Download, over transport: any Transport, reportingTo manager: DownloadManager
+    _ download: Download, over transport: any Transport, reportingTo manager: WeakManager
   ) async throws -> Int {
     let file = download.file
     var received = 0  // the resume data: a resumed transfer asks for the rest from here

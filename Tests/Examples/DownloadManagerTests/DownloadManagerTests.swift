@@ -228,6 +228,28 @@ struct DownloadManagerTests {
   }
 
   @Test(
+    "A manager that goes away cancels its downloads, the paused ones included: no transfer is left waiting for a resume"
+  )
+  func droppedManagerCancelsItsTransfers() async {
+    let network = ScriptedNetwork()
+    weak var released: DownloadManager?
+    do {
+      let manager = DownloadManager(maxConcurrentTransfers: 2, transport: network)
+      released = manager
+      let a = await manager.add(RemoteFile(name: "a", size: 4 * network.chunkSize))
+      await manager.add(RemoteFile(name: "b", size: 4 * network.chunkSize))
+      await manager.add(RemoteFile(name: "c", size: 4 * network.chunkSize))
+      await manager.pause(a)
+      network.deliver(to: "a")
+      await manager.waitUntil { $0[a].phase == .paused && $0["c"]?.phase == .transferring }
+    }
+    // a waits at its checkpoint, b and c for a chunk: only the manager's deinit can end them.
+    await network.waitUntilEveryConnectionIsReleased()
+    #expect(network.openConnections == 0)
+    #expect(released == nil)
+  }
+
+  @Test(
     "Cancelling a paused download ends it at once, holding no slot; cancelling a transferring one stops it")
   func cancelPausedAndTransferring() async throws {
     let (manager, network, downloads) = await start(limit: 2, ["a", "b", "c"])

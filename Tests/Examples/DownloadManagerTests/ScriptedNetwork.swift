@@ -28,6 +28,10 @@ final class ScriptedNetwork: Transport {
     var files: [String: File] = [:]
     var open = 0
     var peak = 0
+    /// Connection objects not deinitialised yet: a transfer's body holds its connection until it
+    /// ends, so 0 means every body that connected has ended.
+    var alive = 0
+    var aliveWaiters: [CheckedContinuation<Void, Never>] = []
     var nextToken = 0
     /// Waiters for "`file` has asked for its `count`th chunk".
     var callWaiters: [(file: String, count: Int, continuation: CheckedContinuation<Void, Never>)] = []
@@ -43,6 +47,7 @@ final class ScriptedNetwork: Transport {
       state.files[file.name, default: File()].offsets.append(offset)
       state.open += 1
       state.peak = max(state.peak, state.open)
+      state.alive += 1
     }
     return ScriptedConnection(network: self, file: file.name)
   }
@@ -82,13 +87,44 @@ final class ScriptedNetwork: Transport {
   /// Suspends until `name` has asked for its `count`th chunk: the transfer went past the
   /// checkpoint before that chunk (it did not pause there).
   func waitUntilReceiving(_ name: String, chunk count: Int) async {
-    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-      let reached = state.withLock { state in
-        if state.files[name, default: File()].receiveCalls >= count { return true }
-        state.callWaiters.append((name, count, continuation))
-        return false
+    // Ends when the test is cancelled too (its time limit), so a wrong test fails, not hangs.
+    await withTaskCancellationHandler {
+      await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+        let reached = state.withLock { state in
+          if Task.isCancelled || state.files[name, default: File()].receiveCalls >= count { return true }
+          state.callWaiters.append((name, count, continuation))
+          return false
+        }
+        if reached { continuation.resume() }
       }
-      if reached { continuation.resume() }
+    } onCancel: {
+      let waiters = state.withLock { state in
+        defer { state.callWaiters = [] }
+        return state.callWaiters.map(\.continuation)
+      }
+      for waiter in waiters { waiter.resume() }
+    }
+  }
+
+  /// Suspends until every connection object is gone: every transfer that connected has ended
+  /// and let go of its connection.
+  func waitUntilEveryConnectionIsReleased() async {
+    // Ends when the test is cancelled too (its time limit), so a wrong test fails, not hangs.
+    await withTaskCancellationHandler {
+      await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+        let released = state.withLock { state in
+          if Task.isCancelled || state.alive == 0 { return true }
+          state.aliveWaiters.append(continuation)
+          return false
+        }
+        if released { continuation.resume() }
+      }
+    } onCancel: {
+      let waiters = state.withLock { state in
+        defer { state.aliveWaiters = [] }
+        return state.aliveWaiters
+      }
+      for waiter in waiters { waiter.resume() }
     }
   }
 
@@ -154,6 +190,16 @@ final class ScriptedNetwork: Transport {
   }
 
   fileprivate func closed() { state.withLock { $0.open -= 1 } }
+
+  fileprivate func released() {
+    let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+      state.alive -= 1
+      guard state.alive == 0 else { return [] }
+      defer { state.aliveWaiters = [] }
+      return state.aliveWaiters
+    }
+    for waiter in waiters { waiter.resume() }
+  }
 }
 
 /// A connection of a ``ScriptedNetwork``.
@@ -166,6 +212,8 @@ private final class ScriptedConnection: Connection {
     self.network = network
     self.file = file
   }
+
+  deinit { network.released() }
 
   func receive(upTo limit: Int) async throws -> Int {
     precondition(isOpen.withLock { $0 }, "receive on a closed connection")

@@ -115,25 +115,43 @@ final class ScriptedImageServer: ImageFetcher {
 
   /// Suspends until `url` has been fetched `count` times (a fetch has started).
   func waitUntilFetched(_ url: URL, times count: Int = 1) async {
-    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-      let reached = state.withLock { state in
-        if state.fetches[url, default: 0] >= count { return true }
-        state.fetchWaiters.append((url, count, continuation))
-        return false
+    // Ends when the test is cancelled too (its time limit), so a wrong test fails, not hangs.
+    await withTaskCancellationHandler {
+      await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+        let reached = state.withLock { state in
+          if Task.isCancelled || state.fetches[url, default: 0] >= count { return true }
+          state.fetchWaiters.append((url, count, continuation))
+          return false
+        }
+        if reached { continuation.resume() }
       }
-      if reached { continuation.resume() }
+    } onCancel: {
+      let waiters = state.withLock { state in
+        defer { state.fetchWaiters = [] }
+        return state.fetchWaiters.map(\.continuation)
+      }
+      for waiter in waiters { waiter.resume() }
     }
   }
 
   /// Suspends until `count` fetches of `url` have seen their task cancelled.
   func waitUntilCancelled(_ url: URL, times count: Int = 1) async {
-    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-      let reached = state.withLock { state in
-        if state.cancelled[url, default: 0] >= count { return true }
-        state.cancelWaiters.append((url, count, continuation))
-        return false
+    // Ends when the test is cancelled too (its time limit), so a wrong test fails, not hangs.
+    await withTaskCancellationHandler {
+      await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+        let reached = state.withLock { state in
+          if Task.isCancelled || state.cancelled[url, default: 0] >= count { return true }
+          state.cancelWaiters.append((url, count, continuation))
+          return false
+        }
+        if reached { continuation.resume() }
       }
-      if reached { continuation.resume() }
+    } onCancel: {
+      let waiters = state.withLock { state in
+        defer { state.cancelWaiters = [] }
+        return state.cancelWaiters.map(\.continuation)
+      }
+      for waiter in waiters { waiter.resume() }
     }
   }
 

@@ -118,7 +118,7 @@ struct Options: Sendable {
     CHECKPOINT: 1,000,000 calls of ActorQueue.checkpoint() that find nothing to do, in a loop, in
     an operation's body (also with onPause/onResume) and outside any body: the median time in ms
     is the cost per call in ns; cpu/call is the process's CPU time per call, which other work on
-    the machine does not inflate.
+    the machine inflates less (the time spent waiting for a core is not counted).
 
     QUEUES: one scheduler lock serves every ActorQueue in the process. 1, 2, 4, 8, 16 queues
     (max 4 each), each fed by its own thread (OperationQueue) or task (ActorQueue) in bursts of

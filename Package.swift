@@ -17,7 +17,18 @@ let package = Package(
     .target(name: "ActorQueue"),
     .target(name: "OperationAdapter", dependencies: ["ActorQueue"]),
     .executableTarget(name: "bench", dependencies: ["ActorQueue", "OperationAdapter"]),
-    // Gates, recorders and a bridge for Foundation's blocking waits, shared by both test targets.
+    // The two field scenarios of issue 12 as runnable examples (`swift run DownloadManager`,
+    // `swift run ImageLoader`): the logic in a library each, so tests can drive it with a
+    // scripted network, and a small executable each that tells its story. No products: they are
+    // examples to read and run, not part of the package's API.
+    .target(
+      name: "DownloadManagerKit", dependencies: ["ActorQueue"], path: "Sources/Examples/DownloadManagerKit"),
+    .executableTarget(
+      name: "DownloadManager", dependencies: ["DownloadManagerKit"], path: "Sources/Examples/DownloadManager"),
+    .target(name: "ImageLoaderKit", dependencies: ["ActorQueue"], path: "Sources/Examples/ImageLoaderKit"),
+    .executableTarget(
+      name: "ImageLoader", dependencies: ["ImageLoaderKit"], path: "Sources/Examples/ImageLoader"),
+    // Gates, recorders and a bridge for Foundation's blocking waits, shared by the test targets.
     .target(name: "TestSupport", dependencies: ["ActorQueue"], path: "Tests/TestSupport"),
     // Legacy Operation subclasses written as users write them (Swift 5 language mode, see below),
     // run by the adapter's tests. Only tests depend on it.
@@ -29,6 +40,12 @@ let package = Package(
     // The Swift code of README.md, Migration.md and the DocC articles, compiled and run: each
     // block is a `// snippet: NAME` region here, kept equal to the document by .ci/snippets.py.
     .testTarget(name: "DocumentationTests", dependencies: ["ActorQueue", "OperationAdapter", "TestSupport"]),
+    .testTarget(
+      name: "DownloadManagerTests", dependencies: ["DownloadManagerKit", "ActorQueue", "TestSupport"],
+      path: "Tests/Examples/DownloadManagerTests"),
+    .testTarget(
+      name: "ImageLoaderTests", dependencies: ["ImageLoaderKit", "ActorQueue", "TestSupport"],
+      path: "Tests/Examples/ImageLoaderTests"),
   ]
 )
 

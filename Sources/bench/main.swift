@@ -42,6 +42,8 @@ func runComparison() -> [Row] {
     case .cancel: rows += Cancellation.run(options, sizes)
     case .queues: rows += ManyQueues.run(options, sizes)
     case .limitChange: rows += LimitChange.run(options, sizes)
+    case .pause: rows += PauseScenario.run(options, sizes)
+    case .checkpoint: rows += Checkpoint.run(options, sizes)
     case .memory: rows += Memory.run(options, sizes)
     case .adapter:
       rows += AdapterScenario.run(options, sizes)

@@ -11,6 +11,8 @@ enum ScenarioName: String, CaseIterable, Sendable {
   case cancel
   case queues
   case limitChange = "limit-change"
+  case pause
+  case checkpoint
   case memory
   case adapter
   case adapterBlocking = "adapter-blocking"
@@ -30,6 +32,9 @@ enum ScenarioName: String, CaseIterable, Sendable {
     case .queues:
       "1…16 queues at once (max 4 each, a feeder each); and cancelling 100,000 ops beside a served queue"
     case .limitChange: "download manager: limit 3 → 10 → 5 under load; time until the limit is honoured"
+    case .pause:
+      "download manager: 1,000 transfers at limit 10, 20% paused 1 ms mid-way; pause→next start and throughput"
+    case .checkpoint: "ns per ActorQueue.checkpoint() that finds nothing to do, inside and outside a body"
     case .memory: "resident memory per waiting op (100,000 in a suspended queue), a child process each"
     case .adapter: "10,000 trivial BlockOperations through OperationAdapter vs OperationQueue directly"
     case .adapterBlocking: "legacy ops whose main() blocks 1 ms, with async Swift work alongside: its delay"
@@ -102,6 +107,18 @@ struct Options: Sendable {
     semaphore the driver thread waits on. Back to back: the next op is added as soon as the
     previous body ran (ActorQueue's lingering workers are built for this). Every 1 ms / 10 ms:
     ops arrive on a fixed schedule, so no worker lingers and the pool's threads may sleep.
+
+    PAUSE: every fifth transfer is paused by its user after 2 of its 4 chunks (100 µs each, on
+    DispatchQueue timers in both systems) and resumed 1 ms later. ActorQueue's pause→start: from
+    the paused transfer's onPause to the first instruction of the transfer that took its slot
+    (read from the queue's events). OperationQueue cannot free a paused operation's slot: it
+    runs the same script holding the slot while paused, so it has a time row and no pause→start
+    figures.
+
+    CHECKPOINT: 1,000,000 calls of ActorQueue.checkpoint() that find nothing to do, in a loop, in
+    an operation's body (also with onPause/onResume) and outside any body: the median time in ms
+    is the cost per call in ns; cpu/call is the process's CPU time per call, which other work on
+    the machine inflates less (the time spent waiting for a core is not counted).
 
     QUEUES: one scheduler lock serves every ActorQueue in the process. 1, 2, 4, 8, 16 queues
     (max 4 each), each fed by its own thread (OperationQueue) or task (ActorQueue) in bursts of

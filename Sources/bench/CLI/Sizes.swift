@@ -17,6 +17,10 @@ struct Sizes: Sendable {
   var adapter = 10_000
   var memory = 100_000
   var transfers = 120
+  /// Transfers in the pause scenario (the size, also with --quick: a run takes ~0.1 s).
+  var pauseTransfers = 1_000
+  /// Calls per run in the checkpoint scenario (with --quick too: a run takes ~10 ms).
+  var checkpointCalls = 1_000_000
   var scaling = [1_000, 4_000, 16_000, 64_000, 256_000]
   /// OperationQueue runs a scaling size only while its run time, extrapolated from the
   /// previous sizes, stays under this many seconds per run.

@@ -20,7 +20,7 @@ enum Cancellation {
     return makeRows(
       scenario: "cancel", metrics: ["time"], n: n, ops: n, samples: samples, runs: options.runs,
       note:
-        "cancel: from cancelAllOperations() until all ops are terminal (OperationQueue must be resumed for that, P2)"
+        "cancel: from cancelAllOperations() until all ops are terminal (OperationQueue ends its cancelled waiting ops only once it is resumed)"
     )
   }
 

@@ -1,0 +1,163 @@
+import ActorQueue
+public import Foundation
+
+/// A decoded image (simulated: its URL and size stand for the pixels).
+public struct Image: Sendable, Hashable {
+  /// Where it came from.
+  public let url: URL
+  /// Its width in pixels.
+  public let width: Int
+  /// Its height in pixels.
+  public let height: Int
+
+  /// An image of `width` × `height` pixels loaded from `url`.
+  public init(url: URL, width: Int, height: Int) {
+    self.url = url
+    self.width = width
+    self.height = height
+  }
+}
+
+/// Where images come from: the network in an app; ``SimulatedImageServer`` in the example; a
+/// server the tests answer request by request.
+public protocol ImageFetcher: Sendable {
+  /// Fetches and decodes the image at `url`. Throws `CancellationError` if the calling task is
+  /// cancelled while it waits.
+  func fetch(_ url: URL) async throws -> Image
+}
+
+/// The images loaded so far, in memory.
+public actor ImageCache {
+  private var images: [URL: Image] = [:]
+
+  /// An empty cache.
+  public init() {}
+
+  /// The image of `url`, if it was loaded.
+  public func image(for url: URL) -> Image? { images[url] }
+
+  /// Keeps `image`.
+  public func insert(_ image: Image) { images[image.url] = image }
+
+  /// How many images it holds.
+  public var count: Int { images.count }
+}
+
+/// An image loader for one screen: at most 4 loads at once, an in-memory cache, one load per
+/// URL however many cells ask for it, a request each cell can cancel, and everything cancelled
+/// when the screen goes away.
+///
+/// The image loader apps build, on ``ActorQueue``. With `OperationQueue`,
+/// apps keep a dictionary of the operations in flight by URL to attach a second cell to the
+/// first load, and a cancelled cell must not cancel the load another cell still waits for.
+/// Here:
+/// - a load is `addOperation(coalescingBy: url)`: a request for a URL already loading (or
+///   waiting for a slot) joins that load; each caller gets a handle of its own;
+/// - cancelling a request cancels that caller's handle only: it ends at once, and the shared
+///   load is cancelled only when every caller that joined it has cancelled;
+/// - ``cancelAll()`` is the queue's `cancelAllOperations()`: waiting loads end at once without
+///   fetching, running ones have their fetch cancelled.
+public final class ImageLoader: Sendable {
+  private let queue: ActorQueue
+  private let fetcher: any ImageFetcher
+  private let log: @Sendable (String) -> Void
+  /// The cache the loads fill (share one between screens to keep images across them).
+  public let cache: ImageCache
+
+  /// A loader that runs at most `maxConcurrentLoads` fetches at once on `fetcher`, keeps what
+  /// it loads in `cache`, and tells `log` what it does.
+  public init(
+    maxConcurrentLoads: Int = 4, fetcher: any ImageFetcher, cache: ImageCache = ImageCache(),
+    log: @escaping @Sendable (String) -> Void = { _ in }
+  ) {
+    queue = ActorQueue(name: "images", maxConcurrentOperationCount: maxConcurrentLoads)
+    self.fetcher = fetcher
+    self.cache = cache
+    self.log = log
+  }
+
+  /// Asks for the image at `url`: from the cache if it is there (no load); otherwise the load
+  /// in flight for `url` if there is one (this request joins it), or a new load.
+  public func request(_ url: URL) async -> ImageRequest {
+    if let image = await cache.image(for: url) {
+      log("  \(url.lastPathComponent): from the cache")
+      return ImageRequest(url: url, source: .cached(image))
+    }
+    let (queue, cache, fetcher, log) = (queue, cache, fetcher, log)
+    let load = queue.addOperation(name: url.lastPathComponent, coalescingBy: url) {
+      // It may have arrived while this load waited for a slot (a load of the same URL that
+      // ended just before this one was added).
+      if let image = await cache.image(for: url) { return image }
+      let loading = queue.operations.lazy.filter(\.isExecuting).count
+      log(
+        "⇣ \(url.lastPathComponent): loading (\(loading) loading, at most \(queue.maxConcurrentOperationCount))"
+      )
+      do {
+        let image = try await fetcher.fetch(url)
+        await cache.insert(image)
+        log("✓ \(url.lastPathComponent): loaded and cached")
+        return image
+      } catch {
+        log(
+          "✗ \(url.lastPathComponent): load stopped (\(error is CancellationError ? "cancelled" : "\(error)"))"
+        )
+        throw error
+      }
+    }
+    return ImageRequest(url: url, source: .load(load))
+  }
+
+  /// Cancels every load: the screen went away. Loads waiting for a slot end at once, without
+  /// fetching; running ones have their fetch cancelled. Every request ends, throwing
+  /// `CancellationError`. The cache keeps what was loaded.
+  public func cancelAll() {
+    queue.cancelAllOperations()
+  }
+
+  /// The loads not ended yet (running or waiting for a slot), each counted once however many
+  /// requests joined it.
+  public var loadCount: Int { queue.operationCount }
+
+  /// Suspends until no load is left.
+  public func waitUntilIdle() async {
+    await queue.waitUntilAllOperationsAreFinished()
+  }
+}
+
+/// One caller's request for an image: a cell's.
+public struct ImageRequest: Sendable {
+  /// The image's URL.
+  public let url: URL
+
+  enum Source: Sendable {
+    case cached(Image)
+    case load(QueueOperation<Image>)
+  }
+
+  let source: Source
+
+  /// Whether the image came from the cache, without a load.
+  public var isCached: Bool {
+    if case .cached = source { return true }
+    return false
+  }
+
+  /// The image, once loaded. Throws `CancellationError` if this request, or the load, was
+  /// cancelled; the fetcher's error if it failed.
+  public var image: Image {
+    get async throws {
+      switch source {
+      case .cached(let image): return image
+      case .load(let load): return try await load.value
+      }
+    }
+  }
+
+  /// Cancels this request (the cell scrolled away): it ends at once, throwing
+  /// `CancellationError`. The load goes on for the other requests that joined it, and is
+  /// cancelled only once every one of them has been cancelled. No effect once the image
+  /// arrived.
+  public func cancel() {
+    if case .load(let load) = source { load.cancel() }
+  }
+}

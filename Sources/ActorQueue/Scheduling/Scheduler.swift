@@ -397,8 +397,6 @@ struct Scheduler: Sendable {
   var nextSubmission: UInt64 = 0
   /// Start order: one counter for all queues.
   var nextStart: UInt64 = 0
-  /// Identifies tasks suspended at a checkpoint.
-  var nextPauseToken: UInt64 = 0
   /// The global order of events.
   private(set) var nextEventSequence: UInt64 = 0
   /// Workers lingering on an idle queue (see ``LingerPolicy``): at most one in the process, so

@@ -100,16 +100,22 @@ final class ExternalWork: Sendable {
   }
 }
 
-/// A coalescing key, type-erased.
-///
-/// `@unchecked Sendable`: `AnyHashable` is not `Sendable` because it may hold any value, but
-/// this one is made only by ``init(_:)``, which takes `Hashable & Sendable` values, and the key
-/// is immutable.
-struct CoalescingKey: Hashable, @unchecked Sendable {
-  let base: AnyHashable
+/// A coalescing key, type-erased: made only from `Hashable & Sendable` values, so it is
+/// `Sendable` as checked (an `AnyHashable` is not, as it may hold any value). Its `==` and
+/// `hash(into:)` are the key's own, and run only outside the scheduler's lock.
+struct CoalescingKey: Hashable, Sendable {
+  let base: any Hashable & Sendable
 
   init(_ key: some Hashable & Sendable) {
-    base = AnyHashable(key)
+    base = key
+  }
+
+  static func == (lhs: CoalescingKey, rhs: CoalescingKey) -> Bool {
+    AnyHashable(lhs.base) == AnyHashable(rhs.base)
+  }
+
+  func hash(into hasher: inout Hasher) {
+    AnyHashable(base).hash(into: &hasher)
   }
 }
 

@@ -114,13 +114,8 @@ enum LimitChange {
 /// A simulated transfer as OperationQueue users write one: an asynchronous `Operation` whose
 /// work completes later, from a timer, holding no thread meanwhile; it reports its start (+1)
 /// and end (-1) to `record`.
-///
-/// `@unchecked Sendable`: `executing` and `finished` are read and written only under `lock`;
-/// the KVO notifications Operation needs are sent outside it.
-private final class TransferOperation: Operation, @unchecked Sendable {
-  private let lock = NSLock()
-  private var executing = false
-  private var finished = false
+private final class TransferOperation: AsynchronousOperation, @unchecked Sendable {
+  // `@unchecked Sendable`: as its base class; its own fields are immutable.
   private let microseconds: UInt32
   private let record: @Sendable (Int) -> Void
 
@@ -129,27 +124,11 @@ private final class TransferOperation: Operation, @unchecked Sendable {
     self.record = record
   }
 
-  override var isAsynchronous: Bool { true }
-  override var isExecuting: Bool { lock.withLock { executing } }
-  override var isFinished: Bool { lock.withLock { finished } }
-
-  override func start() {
-    willChangeValue(forKey: "isExecuting")
-    lock.withLock { executing = true }
-    didChangeValue(forKey: "isExecuting")
+  override func work() {
     record(+1)
-    DispatchQueue.global().asyncAfter(deadline: .now() + .microseconds(Int(microseconds))) { self.finish() }
-  }
-
-  private func finish() {
-    record(-1)
-    willChangeValue(forKey: "isExecuting")
-    willChangeValue(forKey: "isFinished")
-    lock.withLock {
-      executing = false
-      finished = true
+    DispatchQueue.global().asyncAfter(deadline: .now() + .microseconds(Int(microseconds))) {
+      self.record(-1)
+      self.finish()
     }
-    didChangeValue(forKey: "isFinished")
-    didChangeValue(forKey: "isExecuting")
   }
 }

@@ -229,13 +229,8 @@ extension Duration {
 /// `PauseScenario.chunks` chunks, each completing from a timer (no thread held); one that
 /// pauses stops between two chunks for `PauseScenario.pauseDuration` — still executing, so
 /// holding its slot, as a suspended network task does — then goes on.
-///
-/// `@unchecked Sendable`: `executing` and `finished` are read and written only under `lock`;
-/// the KVO notifications Operation needs are sent outside it.
-private final class ChunkedTransferOperation: Operation, @unchecked Sendable {
-  private let lock = NSLock()
-  private var executing = false
-  private var finished = false
+private final class ChunkedTransferOperation: AsynchronousOperation, @unchecked Sendable {
+  // `@unchecked Sendable`: as its base class; its own fields are immutable.
   private let pausesAfter: Int?
   private let done: Counter
 
@@ -244,20 +239,14 @@ private final class ChunkedTransferOperation: Operation, @unchecked Sendable {
     self.done = done
   }
 
-  override var isAsynchronous: Bool { true }
-  override var isExecuting: Bool { lock.withLock { executing } }
-  override var isFinished: Bool { lock.withLock { finished } }
-
-  override func start() {
-    willChangeValue(forKey: "isExecuting")
-    lock.withLock { executing = true }
-    didChangeValue(forKey: "isExecuting")
-    receive(0)
-  }
+  override func work() { receive(0) }
 
   /// Receives chunk `chunk` (after the pause, if it pauses here), or finishes.
   private func receive(_ chunk: Int) {
-    guard chunk < PauseScenario.chunks else { return finish() }
+    guard chunk < PauseScenario.chunks else {
+      done.increment()
+      return finish()
+    }
     if chunk == pausesAfter {
       Self.after(PauseScenario.pauseDuration) {
         Self.after(PauseScenario.chunkDuration) { self.receive(chunk + 1) }
@@ -269,17 +258,5 @@ private final class ChunkedTransferOperation: Operation, @unchecked Sendable {
 
   private static func after(_ delay: Duration, _ work: @escaping @Sendable () -> Void) {
     DispatchQueue.global().asyncAfter(deadline: .now() + delay.dispatch, execute: work)
-  }
-
-  private func finish() {
-    done.increment()
-    willChangeValue(forKey: "isExecuting")
-    willChangeValue(forKey: "isFinished")
-    lock.withLock {
-      executing = false
-      finished = true
-    }
-    didChangeValue(forKey: "isFinished")
-    didChangeValue(forKey: "isExecuting")
   }
 }

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// A unit of work and the handle to its outcome, without its result type.
 ///
 /// The counterpart of Foundation's `Operation`, with these differences:
@@ -56,8 +58,19 @@ public class AnyQueueOperation: Hashable, @unchecked Sendable, CustomStringConve
   /// (see `Scheduler.releaseOperation`), so releasing a 100,000-deep graph cannot overflow the
   /// stack.
   deinit {
-    guard isInEngine else { return }
+    guard isInEngine, !recordFreed.load(ordering: .relaxed) else { return }
     if Self.releaseRecord(recordIndex, owner: id) { Engine.drainReleaseBacklog() }
+  }
+
+  /// Set under the scheduler's lock when the operation's end freed its record because the
+  /// queue held the last reference to this handle; read by `deinit`, which then runs on the
+  /// same thread, once the effects that hold that reference are released.
+  private let recordFreed = Atomic<Bool>(false)
+
+  /// The record was freed with this handle still referenced only by the caller (see
+  /// `Scheduler.endOne`): `deinit` must not free it again.
+  func recordWasFreed() {
+    recordFreed.store(true, ordering: .relaxed)
   }
 
   /// Frees the record; what it owned is released when this function returns, outside the lock.

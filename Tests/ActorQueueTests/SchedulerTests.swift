@@ -276,6 +276,64 @@ struct SchedulerTests {
     #expect(h.scheduler.operations[h.index("waiting")].body == nil)
   }
 
+  @Test("A handle only its queue still held frees its record in the operation's end, in the same event")
+  func recordFreedAtTheEndWhenTheQueueHeldTheLastReference() {
+    var h = SchedulerHarness()
+    let q = h.makeQueue(limit: 1)
+    h.add("fire-and-forget", "kept", to: q)
+    h.forget("fire-and-forget")
+    let index = h.index("fire-and-forget")
+    h.end("fire-and-forget")
+    #expect(!h.scheduler.operations[index].isLive, "freed by the end, not left for the handle's deinit")
+    #expect(h.lastEffects.garbage.hasHandles, "the handle itself is released after unlocking")
+    h.end("kept")
+    #expect(h.scheduler.operations[h.index("kept")].isLive, "a handle its caller keeps keeps its record")
+    #expect(h.state("kept") == .finished)
+  }
+
+  @Test(
+    "Record storage: kept while bursts of one size repeat, given back after work that used under a quarter of it"
+  )
+  func recordStorageFollowsTheRecentPeak() {
+    var scheduler = Scheduler()
+    func burst(_ count: Int) {
+      let ids = (0..<count).map { _ in OperationID() }
+      let indices = ids.map { id in
+        scheduler.createOperation(id: id, name: nil, priority: .normal, work: .body { () })
+      }
+      for (index, id) in zip(indices, ids) {
+        // Each ends (cancelled), then its handle is dropped: the handle's deinit frees it.
+        var effects = SchedulerEffects()
+        scheduler.cancel(index, now: { .now }, &effects)
+        _ = scheduler.releaseOperation(index, owner: id)
+      }
+    }
+    burst(4_000)
+    #expect(scheduler.operations.count == 4_000, "the first burst leaves its storage for the next")
+    burst(3_000)
+    #expect(scheduler.operations.count == 4_000, "a burst of about that size reuses it")
+    burst(10)
+    #expect(scheduler.operations.count == 0, "work that used under a quarter of it gives it back")
+    burst(2_000)
+    #expect(scheduler.operations.count == 2_000, "and grows it again when needed")
+  }
+
+  @Test("A record an ended dependent still lists weakly is left for its handle's deinit")
+  func weaklyListedRecordIsNotFreedAtTheEnd() throws {
+    var h = SchedulerHarness()
+    let q = h.makeQueue(limit: 1)
+    h.add("dependency", to: q)
+    let dependent = h.makeOperation("dependent")
+    try h.depend(dependent, on: h["dependency"])
+    try h.submit(["dependent"], to: q)
+    h.cancel("dependent")  // ends, and lists its dependency weakly from now on
+    h.forget("dependency")
+    let index = h.index("dependency")
+    h.end("dependency")
+    #expect(h.scheduler.operations[index].isLive, "a weak reference may still be loaded under the lock")
+    #expect(h.scheduler.operations[index].isWeaklyReferenced)
+  }
+
   @Test("An ended operation stops owning its dependencies, so no cycle of references can form")
   func endedOperationsOwnNothing() throws {
     var h = SchedulerHarness()

@@ -314,27 +314,3 @@ extension Engine {
     run { $0.externalEnded(operation.recordIndex, outcome: outcome, now: now, &$1) }
   }
 }
-
-extension SchedulerEffects {
-  /// Performs everything, in this order: workers are started first so the queue keeps moving
-  /// while user code runs; then what the scheduler let go of is released (a handle's `deinit`
-  /// takes the scheduler's lock: done now, before any waiter is woken, it does not contend with
-  /// the woken task's next call); events are delivered before completion handlers, and
-  /// completion handlers run before waiters wake, so a task that awaited an operation finds its
-  /// handlers already run.
-  mutating func perform() {
-    if wakeLingerer { Engine.lingererWake.store(true, ordering: .releasing) }
-    if let spawns { for spawn in spawns { Engine.start(spawn) } }
-    garbage = Garbage()
-    if let resumptions { for resumption in resumptions { resumption() } }
-    if let completions { for completion in completions { completion() } }
-    if let waiters { for waiter in waiters { waiter.resume() } }
-    if let cancellations { for worker in cancellations { worker.cancelTask() } }
-    if let externalCancels { for cancel in externalCancels { cancel() } }
-    if let externalStarts {
-      for (operation, start) in externalStarts {
-        start { outcome in Engine.externalEnded(operation, with: outcome) }
-      }
-    }
-  }
-}

@@ -157,6 +157,7 @@ extension Scheduler {
       operations[index].subscribers = []
     }
     let queue = operations[index].queue
+    var leftHandle: Handle?
     if queue >= 0 {
       if !queues[queue].subscribers.isEmpty {
         emit(
@@ -166,7 +167,7 @@ extension Scheduler {
       if operations[index].hasExtras, let coalescing = operations[index].extras?.coalescing {
         releaseCoalescingKey(of: index, hash: coalescing.hash, in: queue, &effects)
       }
-      leave(queue, index, &effects)
+      leftHandle = leave(queue, index, &effects)
       if operations[index].isBarrier { queues[queue].barriers.removeFirst(index) }
     }
 
@@ -215,17 +216,36 @@ extension Scheduler {
       guard let handle = operations[index].dependencies[position].handle else { continue }
       operations[index].dependencies[position].weakHandle = WeakHandle(object: handle)
       operations[index].dependencies[position].handle = nil
+      operations[operations[index].dependencies[position].index].isWeaklyReferenced = true
+      effects.garbage.keep(handle: handle)
+    }
+
+    if var handle = leftHandle.take() {
+      // The queue held the last reference (a handle its caller dropped, the common case for
+      // fire-and-forget work): the record is freed now, in this critical section, and the
+      // handle's `deinit` (after unlocking) has nothing left to do. That saves each such
+      // operation a second lock acquisition on the worker's side. Sound because no new strong
+      // reference can appear meanwhile: every other reference to a handle is strong and
+      // counted, except the weak ones an ended dependent keeps, which are loaded only under
+      // this lock and which `isWeaklyReferenced` rules out; and coalesced work (whose
+      // followers refer to its record by index) keeps the ordinary path.
+      if !operations[index].hasExtras, !operations[index].isWeaklyReferenced,
+        isKnownUniquelyReferenced(&handle)
+      {
+        freeEnded(index, owner: handle.id, &effects)
+        handle.recordWasFreed()
+      }
       effects.garbage.keep(handle: handle)
     }
   }
 
-  /// Takes the ended operation `index` out of `queue`'s list; wakes the queue's waiters when
-  /// none is left, and frees a released queue that is done. O(1).
-  private mutating func leave(_ queue: Int, _ index: Int, _ effects: inout Effects) {
+  /// Takes the ended operation `index` out of `queue`'s list and returns the handle the queue
+  /// held; wakes the queue's waiters when none is left, and frees a released queue that is
+  /// done. O(1).
+  private mutating func leave(_ queue: Int, _ index: Int, _ effects: inout Effects) -> Handle {
     guard let handle = operations[index].enqueuedHandle.take() else {
       preconditionFailure("Internal inconsistency: an operation left its queue twice")
     }
-    effects.garbage.keep(handle: handle)
     let previous = operations[index].previousInQueue
     let next = operations[index].nextInQueue
     if previous >= 0 { operations[previous].nextInQueue = next } else { queues[queue].first = next }
@@ -241,5 +261,6 @@ extension Scheduler {
       }
       freeQueueIfDone(queue, &effects)
     }
+    return handle
   }
 }

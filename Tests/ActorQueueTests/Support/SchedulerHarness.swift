@@ -51,7 +51,17 @@ struct SchedulerHarness {
     return handle
   }
 
-  func index(_ name: String) -> Int { self[name].recordIndex }
+  /// Records of operations whose handle the harness let go of (``forget(_:)``), by name.
+  private(set) var forgotten: [String: Int] = [:]
+
+  func index(_ name: String) -> Int { handles[name]?.recordIndex ?? forgotten[name]! }
+
+  /// Lets go of the harness's handle to `name`, as a caller that drops the handle
+  /// `addOperation` returned: the queue's reference may be the last one.
+  mutating func forget(_ name: String) {
+    forgotten[name] = index(name)
+    handles[name] = nil
+  }
 
   func state(_ name: String) -> OperationState { scheduler.state(of: index(name)) }
 

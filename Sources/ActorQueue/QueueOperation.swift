@@ -256,11 +256,15 @@ public final class QueueOperation<Success: Sendable>: AnyQueueOperation, @unchec
   /// An operation whose work runs outside Swift concurrency (a thread, a callback API) and
   /// reports its end through `complete`, exactly once, from any thread.
   ///
-  /// Package-internal, for the OperationAdapter: no task waits while the work runs, so an
-  /// operation costs one hop to where its work runs instead of two. It holds its slot from
-  /// `start` until `complete`. `start` is called on a task of the queue's and must return
-  /// promptly; `cancel` is called, on the cancelling thread, if the operation is cancelled while
-  /// its work runs. Later calls of `complete` are ignored.
+  /// Package-internal, for the OperationAdapter: no task runs it and no task waits while the
+  /// work runs, so an operation costs one hop to where its work runs. It holds its slot from
+  /// `start` until `complete`. `start` is called, once the scheduler's lock is released, on the
+  /// thread of the event that gave the operation its slot (the thread that added it, or the one
+  /// whose report ended the operation before it; a worker task of the queue's, in a queue that
+  /// also runs bodies), and must return promptly; `cancel` is called, on the cancelling thread,
+  /// if the operation is cancelled while its work runs. Later calls of `complete` are ignored.
+  /// `ended` runs once the operation has ended, however it ended, before its completion
+  /// handlers.
   ///
   /// With `startsWhenCancelled` (Foundation's rule, for legacy operations): cancelled while
   /// waiting in a queue, the operation is not ended at once; `start` is called at once, outside
@@ -269,7 +273,8 @@ public final class QueueOperation<Success: Sendable>: AnyQueueOperation, @unchec
   package init(
     name: String? = nil, priority: OperationPriority = .normal,
     start: @escaping @Sendable (_ complete: @escaping @Sendable (Result<Success, any Error>) -> Void) -> Void,
-    cancel: @escaping @Sendable () -> Void, startsWhenCancelled: Bool = false
+    cancel: @escaping @Sendable () -> Void, startsWhenCancelled: Bool = false,
+    ended: (@Sendable () -> Void)? = nil
   ) {
     let externalStart: ExternalStart = { complete in
       start { result in complete(result.map { $0 as any Sendable }) }
@@ -277,7 +282,8 @@ public final class QueueOperation<Success: Sendable>: AnyQueueOperation, @unchec
     super.init(
       name: name, priority: priority,
       work: .external(
-        ExternalWork(start: externalStart, cancel: cancel, startsWhenCancelled: startsWhenCancelled)))
+        ExternalWork(
+          start: externalStart, cancel: cancel, startsWhenCancelled: startsWhenCancelled, ended: ended)))
   }
 
   /// The body's value, once the operation has ended.

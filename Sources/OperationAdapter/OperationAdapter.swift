@@ -212,8 +212,8 @@ extension QueueOperation where Success: Operation {
       cancel: { operation.cancel() },
       // Foundation's rule: a cancelled waiting operation is still started (outside the slot
       // accounting), sees `isCancelled` and finishes; the handle ends once it has finished.
-      startsWhenCancelled: true)
-    onCompletion { _ in run.handleEnded() }
+      startsWhenCancelled: true,
+      ended: { run.handleEnded() })
     run.gate(self, followsChanges: followsChanges)
   }
 }

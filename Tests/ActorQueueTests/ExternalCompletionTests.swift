@@ -2,6 +2,12 @@ import ActorQueue
 import TestSupport
 import Testing
 
+#if canImport(Darwin)
+  import Darwin
+#elseif canImport(Glibc)
+  import Glibc
+#endif
+
 /// Operations whose work runs outside Swift concurrency and reports its end through a callback
 /// (the package-internal mechanism the OperationAdapter runs legacy operations on).
 @Suite struct ExternalCompletionTests {
@@ -72,6 +78,69 @@ import Testing
     #expect(external.state == .cancelled)
     queue.isSuspended = false
     await queue.waitUntilAllOperationsAreFinished()
+  }
+
+  @Test(
+    "External work needs no worker task: its start runs on the thread that gave it its slot, before the call returns"
+  )
+  func startsOnTheCallingThread() async throws {
+    let queue = ActorQueue()
+    let startedOn = Box<pthread_t>()
+    let external = QueueOperation<Void>(
+      start: { complete in
+        startedOn.value = pthread_self()
+        complete(.success(()))
+      }, cancel: {})
+    let caller = pthread_self()
+    try queue.addOperation(external)
+    let thread = try #require(startedOn.value, "started before addOperation returned")
+    #expect(pthread_equal(thread, caller) != 0)
+    try await external.value
+  }
+
+  @Test(
+    "Work that reports its end inside its start, 100,000 in a row in a serial queue: each next start is queued, not nested"
+  )
+  func longLineOfSynchronousCompletions() async throws {
+    let queue = ActorQueue(maxConcurrentOperationCount: 1)
+    let count = 100_000
+    let ran = Counter()
+    let operations = (0..<count).map { _ in
+      QueueOperation<Void>(
+        start: { complete in
+          ran.increment()
+          complete(.success(()))
+        }, cancel: {})
+    }
+    try queue.addOperations(operations)
+    await queue.waitUntilAllOperationsAreFinished()
+    #expect(ran.value == count)
+  }
+
+  @Test("Running work holds no reference to its handle: a handle dropped while its work runs is freed")
+  func runningWorkDoesNotKeepTheHandle() async throws {
+    let queue = ActorQueue()
+    let completion = Box<@Sendable (Result<Void, any Error>) -> Void>()
+    let started = Gate()
+    weak var dropped: QueueOperation<Void>?
+    do {
+      let external = QueueOperation<Void>(
+        start: { complete in
+          completion.value = complete
+          started.open()
+        }, cancel: {})
+      dropped = external
+      try queue.addOperation(external)
+    }
+    await started.wait()
+    #expect(dropped != nil, "the queue keeps it while it runs")
+    completion.value!(.success(()))
+    await queue.waitUntilAllOperationsAreFinished()
+    #expect(dropped == nil, "freed once it ended, although its work still holds `complete`")
+    // A late report, after its record may have been reused, is ignored.
+    let next = queue.addOperation(name: "next") { 7 }
+    completion.value!(.failure(CancellationError()))
+    #expect(try await next.value == 7)
   }
 
   @Test func failuresAndFreedSlotsLetTheNextOperationsRun() async throws {

@@ -114,7 +114,7 @@ struct SchedulerEffects: Sendable {
     var waiters: [CheckedContinuation<Void, Never>]?
     var cancellations: [Worker]?
     var externalCancels: [@Sendable () -> Void]?
-    var externalStarts: [(Handle, ExternalStart)]?
+    var externalStarts: [ExternalStartEffect]?
   }
 
   private var lists: Lists?
@@ -179,9 +179,12 @@ struct SchedulerEffects: Sendable {
     recorded.externalCancels.append(cancel)
   }
 
-  /// Start the external work of an operation cancelled while waiting, outside any slot.
-  mutating func startExternal(_ handle: Handle, _ start: @escaping ExternalStart) {
-    recorded.externalStarts.append((handle, start))
+  /// Start the external work of `index`: in the slot it was just given, or, cancelled while
+  /// waiting, outside any slot. Its end is reported by record and identifier (a report after
+  /// the record was reused finds another identifier and is ignored), so the work holds no
+  /// reference to the handle.
+  mutating func startExternal(_ index: Int, id: OperationID, _ start: @escaping ExternalStart) {
+    recorded.externalStarts.append(ExternalStartEffect(index: index, id: id, start: start))
   }
 
   /// Performs everything, in this order: workers are started first so the queue keeps moving
@@ -201,12 +204,15 @@ struct SchedulerEffects: Sendable {
     if let waiters = lists.waiters { for waiter in waiters { waiter.resume() } }
     if let cancellations = lists.cancellations { for worker in cancellations { worker.cancelTask() } }
     if let externalCancels = lists.externalCancels { for cancel in externalCancels { cancel() } }
-    if let externalStarts = lists.externalStarts {
-      for (operation, start) in externalStarts {
-        start { outcome in Engine.externalEnded(operation, with: outcome) }
-      }
-    }
+    if let externalStarts = lists.externalStarts { Engine.startExternal(externalStarts) }
   }
+}
+
+/// External work to start once the lock is released.
+struct ExternalStartEffect: Sendable {
+  let index: Int
+  let id: OperationID
+  let start: ExternalStart
 }
 
 extension Optional {

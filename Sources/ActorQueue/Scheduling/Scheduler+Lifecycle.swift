@@ -69,14 +69,14 @@ extension Scheduler {
   /// (after unlocking: the cancellation first, then the start, as Foundation starts a cancelled
   /// operation so that it can see `isCancelled` and finish).
   private mutating func detach(_ index: Int, _ effects: inout Effects) {
-    guard let external = operations[index].external, let handle = operations[index].enqueuedHandle else {
+    guard let external = operations[index].external, operations[index].queue >= 0 else {
       preconditionFailure("Internal inconsistency: detaching an operation with no external work")
     }
     withdrawFromReady(index)
     operations[index].isDetached = true
     operations[index].runsExternally = true
     effects.runExternalCancel(external.cancel)
-    effects.startExternal(handle, external.start)
+    effects.startExternal(index, id: operations[index].id, external.start)
   }
 
   // MARK: The end
@@ -144,7 +144,10 @@ extension Scheduler {
     }
     // A body that never ran, or external work that ended: released after unlocking.
     if let unused = operations[index].body.take() { effects.garbage.keep(body: unused) }
-    if let unused = operations[index].external.take() { effects.garbage.keep(external: unused) }
+    if let external = operations[index].external.take() {
+      if let ended = external.ended { effects.complete(ended) }
+      effects.garbage.keep(external: external)
+    }
     operations[index].isDetached = false
     operations[index].runsExternally = false
 

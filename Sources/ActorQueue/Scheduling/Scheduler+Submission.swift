@@ -76,6 +76,7 @@ extension Scheduler {
     if last >= 0 { operations[last].nextInQueue = index } else { queues[queue].first = index }
     queues[queue].last = index
     queues[queue].unfinishedCount += 1
+    if operations[index].external != nil { queues[queue].hasExternalWork = true }
     for barrier in queues[queue].barriers {
       guard let barrierHandle = operations[barrier].enqueuedHandle else {
         preconditionFailure("Internal inconsistency: an unfinished barrier left its queue")

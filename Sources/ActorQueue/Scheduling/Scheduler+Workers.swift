@@ -6,7 +6,7 @@ enum WorkerAction: Sendable {
   case run(operation: Int, id: OperationID, body: OperationBody)
   /// Start the work of an externally completed operation (it keeps its slot until the work
   /// reports its end), then claim the next (``Scheduler/claimNext(_:queue:now:)``).
-  case start(operation: Handle, start: ExternalStart)
+  case start(operation: Int, id: OperationID, start: ExternalStart)
   /// Give the thread away once, then claim the next (``Scheduler/workerStarted(_:queue:now:)``).
   case yieldThenContinue
   /// The queue went idle at this instant: poll for work, yielding in between, for at most
@@ -80,9 +80,12 @@ extension Scheduler {
   /// for an operation whose work is not running, is ignored). Frees its slot, unless it ran
   /// detached.
   mutating func externalEnded(
-    _ index: Int, outcome: OutcomeBox, now: () -> ContinuousClock.Instant, _ effects: inout Effects
+    _ index: Int, id: OperationID, outcome: OutcomeBox, now: () -> ContinuousClock.Instant,
+    _ effects: inout Effects
   ) {
-    guard operations[index].runsExternally, !operations[index].state.isTerminal else { return }
+    guard index < operations.count, operations[index].isLive, operations[index].id == id,
+      operations[index].runsExternally, !operations[index].state.isTerminal
+    else { return }
     let queue = operations[index].queue
     if !operations[index].isDetached {
       queues[queue].machine.externalOperationEnded()
@@ -164,12 +167,9 @@ extension Scheduler {
     operations[index].startOrder = nextStart
     if let external = operations[index].external {
       // Runs elsewhere: no worker holds it (cancel() calls its `cancel`).
-      guard let handle = operations[index].enqueuedHandle else {
-        preconditionFailure("Internal inconsistency: a claimed operation is not in its queue")
-      }
       operations[index].runsExternally = true
       transition(index, to: .executing, &effects)
-      return .start(operation: handle, start: external.start)
+      return .start(operation: index, id: operations[index].id, start: external.start)
     }
     guard let body = operations[index].body.take() else {
       preconditionFailure("Internal inconsistency: \(operations[index].id) was claimed twice")
@@ -177,5 +177,19 @@ extension Scheduler {
     operations[index].worker = worker
     transition(index, to: .executing, &effects)
     return .run(operation: index, id: operations[index].id, body: body)
+  }
+
+  /// Moves the external work `index`, just given a slot without a worker, to `.executing` and
+  /// records its start (after unlocking, on the thread of the event).
+  mutating func startExternalInSlot(_ index: Int, _ effects: inout Effects) {
+    guard let external = operations[index].external else {
+      preconditionFailure("Internal inconsistency: \(operations[index].id) has no external work to start")
+    }
+    operations[index].readyStamp = nil
+    nextStart += 1
+    operations[index].startOrder = nextStart
+    operations[index].runsExternally = true
+    transition(index, to: .executing, &effects)
+    effects.startExternal(index, id: operations[index].id, external.start)
   }
 }

@@ -92,11 +92,18 @@ final class ExternalWork: Sendable {
   let start: ExternalStart
   let cancel: @Sendable () -> Void
   let startsWhenCancelled: Bool
+  /// Runs once the operation has ended, however it ended (an effect, before its completion
+  /// handlers): what an owner would otherwise register with `onCompletion`, without the cost.
+  let ended: (@Sendable () -> Void)?
 
-  init(start: @escaping ExternalStart, cancel: @escaping @Sendable () -> Void, startsWhenCancelled: Bool) {
+  init(
+    start: @escaping ExternalStart, cancel: @escaping @Sendable () -> Void, startsWhenCancelled: Bool,
+    ended: (@Sendable () -> Void)? = nil
+  ) {
     self.start = start
     self.cancel = cancel
     self.startsWhenCancelled = startsWhenCancelled
+    self.ended = ended
   }
 }
 
@@ -382,6 +389,9 @@ struct QueueRecord: Sendable {
   var pausedInReady = 0
   /// Coalesced work waiting or executing, by the hash of its key (see ``CoalescingBucket``).
   var coalesced: [Int: CoalescingBucket] = [:]
+  /// Some operation with external work was added (sticky): only then does deciding starts
+  /// look for external work at the head of the ready set.
+  var hasExternalWork = false
 
 }
 
@@ -798,6 +808,16 @@ struct Scheduler: Sendable {
       {
         _ = queues[queue].machine.claimWithoutWorker()
         grantSlot(toPaused: head, &effects)
+      }
+      // External work runs elsewhere and needs no worker: it is given its slot here and
+      // started once the lock is released, on this thread (see `Engine.startExternal`).
+      if queues[queue].hasExternalWork {
+        while queues[queue].machine.canStartNow, let head = queues[queue].machine.peekReady(),
+          operations[head].external != nil, operations[head].worker == nil
+        {
+          _ = queues[queue].machine.claimWithoutWorker()
+          startExternalInSlot(head, &effects)
+        }
       }
       if queues[queue].machine.readyCount > 0, queues[queue].machine.isLingering {
         effects.wakeLingerer = true

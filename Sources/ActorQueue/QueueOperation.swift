@@ -256,34 +256,35 @@ public final class QueueOperation<Success: Sendable>: AnyQueueOperation, @unchec
   /// An operation whose work runs outside Swift concurrency (a thread, a callback API) and
   /// reports its end through `complete`, exactly once, from any thread.
   ///
-  /// Package-internal, for the OperationAdapter: no task runs it and no task waits while the
-  /// work runs, so an operation costs one hop to where its work runs. It holds its slot from
-  /// `start` until `complete`. `start` is called, once the scheduler's lock is released, on the
-  /// thread of the event that gave the operation its slot (the thread that added it, or the one
-  /// whose report ended the operation before it; a worker task of the queue's, in a queue that
-  /// also runs bodies), and must return promptly; `cancel` is called, on the cancelling thread,
-  /// if the operation is cancelled while its work runs. Later calls of `complete` are ignored.
-  /// `ended` runs once the operation has ended, however it ended, before its completion
-  /// handlers.
+  /// Package-internal (tests use it; the OperationAdapter uses ``init(name:priority:external:)``):
+  /// no task runs it and no task waits while the work runs, so an operation costs one hop to
+  /// where its work runs. It holds its slot from `start` until `complete`. `start` is called,
+  /// once the scheduler's lock is released, on the thread of the event that gave the operation
+  /// its slot (the thread that added it, or the one whose report ended the operation before it;
+  /// a worker task of the queue's, in a queue that also runs bodies), and must return promptly;
+  /// `cancel` is called, on the cancelling thread, if the operation is cancelled while its work
+  /// runs. Later calls of `complete` are ignored.
   ///
   /// With `startsWhenCancelled` (Foundation's rule, for legacy operations): cancelled while
   /// waiting in a queue, the operation is not ended at once; `start` is called at once, outside
   /// the queue's slot accounting (it takes no slot), on the cancelling thread, and the operation
   /// ends when the work reports its end. Without a queue it ends at once, as any operation.
-  package init(
+  package convenience init(
     name: String? = nil, priority: OperationPriority = .normal,
     start: @escaping @Sendable (_ complete: @escaping @Sendable (Result<Success, any Error>) -> Void) -> Void,
-    cancel: @escaping @Sendable () -> Void, startsWhenCancelled: Bool = false,
-    ended: (@Sendable () -> Void)? = nil
+    cancel: @escaping @Sendable () -> Void, startsWhenCancelled: Bool = false
   ) {
-    let externalStart: ExternalStart = { complete in
-      start { result in complete(result.map { $0 as any Sendable }) }
-    }
-    super.init(
-      name: name, priority: priority,
-      work: .external(
-        ExternalWork(
-          start: externalStart, cancel: cancel, startsWhenCancelled: startsWhenCancelled, ended: ended)))
+    let work = ClosureExternalWork(
+      start: { complete in start { result in complete(result.map { $0 as any Sendable }) } },
+      cancel: cancel, startsWhenCancelled: startsWhenCancelled)
+    self.init(name: name, priority: priority, external: work)
+  }
+
+  /// An operation whose work is `external` (see ``ExternalWork``; the rules of
+  /// ``init(name:priority:start:cancel:startsWhenCancelled:)`` apply). The value `external`
+  /// reports must be a `Success`.
+  package init(name: String? = nil, priority: OperationPriority = .normal, external: any ExternalWork) {
+    super.init(name: name, priority: priority, work: .external(external))
   }
 
   /// The body's value, once the operation has ended.

@@ -203,17 +203,8 @@ extension QueueOperation where Success: Operation {
 
   convenience init(preparing run: LegacyRun, followsChanges: Bool) {
     let operation = run.operation
-    self.init(
-      name: operation.name, priority: OperationPriority(operation.queuePriority),
-      start: { complete in
-        // The value is `run.operation`, which is a `Success`.
-        run.start { result in complete(result.map { unsafeDowncast($0, to: Success.self) }) }
-      },
-      cancel: { operation.cancel() },
-      // Foundation's rule: a cancelled waiting operation is still started (outside the slot
-      // accounting), sees `isCancelled` and finishes; the handle ends once it has finished.
-      startsWhenCancelled: true,
-      ended: { run.handleEnded() })
+    // The run is the handle's external work (its value is `run.operation`, a `Success`).
+    self.init(name: operation.name, priority: OperationPriority(operation.queuePriority), external: run)
     run.gate(self, followsChanges: followsChanges)
   }
 }

@@ -27,7 +27,7 @@ struct Garbage: Sendable {
     /// Cancelling many waiting operations lets go of as many bodies: a list of their own, so
     /// that none is boxed.
     var bodies: [OperationBody]?
-    var external: ExternalWork?
+    var external: (any ExternalWork)?
     var error: (any Error)?
     var values: [any Sendable]?
   }
@@ -64,7 +64,7 @@ struct Garbage: Sendable {
     }
   }
 
-  mutating func keep(external: ExternalWork) {
+  mutating func keep(external: any ExternalWork) {
     if more == nil { more = More() }
     if more!.external == nil {
       more!.external = external
@@ -113,8 +113,13 @@ struct SchedulerEffects: Sendable {
     var completions: [@Sendable () -> Void]?
     var waiters: [CheckedContinuation<Void, Never>]?
     var cancellations: [Worker]?
-    var externalCancels: [@Sendable () -> Void]?
+    var externalCancels: [any ExternalWork]?
+    /// Most events start at most one piece of external work: no list for it.
+    var externalStart: ExternalStartEffect?
     var externalStarts: [ExternalStartEffect]?
+    /// The external work of operations that ended: told so (`ended()`), then released.
+    var endedExternal: (any ExternalWork)?
+    var moreEndedExternal: [any ExternalWork]?
   }
 
   private var lists: Lists?
@@ -175,16 +180,30 @@ struct SchedulerEffects: Sendable {
   }
 
   /// Cancel the external work of an operation while it runs.
-  mutating func runExternalCancel(_ cancel: @escaping @Sendable () -> Void) {
-    recorded.externalCancels.append(cancel)
+  mutating func runExternalCancel(_ work: any ExternalWork) {
+    recorded.externalCancels.append(work)
+  }
+
+  /// Tell the external work of an operation that ended so, then release it.
+  mutating func externalEnded(_ work: any ExternalWork) {
+    if recorded.endedExternal == nil {
+      recorded.endedExternal = work
+    } else {
+      recorded.moreEndedExternal.append(work)
+    }
   }
 
   /// Start the external work of `index`: in the slot it was just given, or, cancelled while
   /// waiting, outside any slot. Its end is reported by record and identifier (a report after
   /// the record was reused finds another identifier and is ignored), so the work holds no
   /// reference to the handle.
-  mutating func startExternal(_ index: Int, id: OperationID, _ start: @escaping ExternalStart) {
-    recorded.externalStarts.append(ExternalStartEffect(index: index, id: id, start: start))
+  mutating func startExternal(_ index: Int, id: OperationID, _ work: any ExternalWork) {
+    let start = ExternalStartEffect(index: index, id: id, work: work)
+    if recorded.externalStart == nil {
+      recorded.externalStart = start
+    } else {
+      recorded.externalStarts.append(start)
+    }
   }
 
   /// Performs everything, in this order: workers are started first so the queue keeps moving
@@ -200,11 +219,15 @@ struct SchedulerEffects: Sendable {
     garbage = Garbage()
     guard let lists else { return }
     if let resumptions = lists.resumptions { for resumption in resumptions { resumption() } }
+    if let work = lists.endedExternal {
+      work.ended()
+      if let more = lists.moreEndedExternal { for work in more { work.ended() } }
+    }
     if let completions = lists.completions { for completion in completions { completion() } }
     if let waiters = lists.waiters { for waiter in waiters { waiter.resume() } }
     if let cancellations = lists.cancellations { for worker in cancellations { worker.cancelTask() } }
-    if let externalCancels = lists.externalCancels { for cancel in externalCancels { cancel() } }
-    if let externalStarts = lists.externalStarts { Engine.startExternal(externalStarts) }
+    if let externalCancels = lists.externalCancels { for work in externalCancels { work.cancel() } }
+    if let first = lists.externalStart { Engine.startExternal(first, then: lists.externalStarts) }
   }
 }
 
@@ -212,7 +235,7 @@ struct SchedulerEffects: Sendable {
 struct ExternalStartEffect: Sendable {
   let index: Int
   let id: OperationID
-  let start: ExternalStart
+  let work: any ExternalWork
 }
 
 extension Optional {

@@ -219,8 +219,8 @@ extension Engine {
           $0.operationEnded(
             operation, worker: worker, queue: queue, outcome: outcome, yieldAfter: yieldAfter, now: now, &$1)
         }
-      case .start(let operation, let id, let start):
-        startExternal([ExternalStartEffect(index: operation, id: id, start: start)])
+      case .start(let operation, let id, let work):
+        startExternal(ExternalStartEffect(index: operation, id: id, work: work))
         action = run { $0.claimNext(worker, queue: queue, now: now, &$1) }
       case .yieldThenContinue:
         await Task.yield()
@@ -315,20 +315,13 @@ extension Engine {
     run { $0.externalEnded(index, id: id, outcome: outcome, now: now, &$1) }
   }
 
-  /// Starts external work, on the calling thread, after the lock is released. Work whose start
-  /// reports its end at once may free a slot that the next external work takes, started from
-  /// inside that report: such nested starts are queued and run by the outermost call on this
-  /// thread, in order, so a long line of them cannot exhaust the stack.
-  static func startExternal(_ starts: [ExternalStartEffect]) {
-    if let pending = ExternalStartTrampoline.current {
-      pending.append(contentsOf: starts)
-      return
-    }
-    let pending = ExternalStartTrampoline(starts)
-    ExternalStartTrampoline.current = pending
-    defer { ExternalStartTrampoline.current = nil }
-    while let next = pending.next() {
-      next.start { outcome in externalEnded(next.index, id: next.id, with: outcome) }
+  /// Starts external work, on the calling thread, after the lock is released: `first`, then
+  /// `rest`. Work whose start reports its end at once may free a slot that the next external
+  /// work takes, started from inside that report: such nested starts are queued and run by the
+  /// outermost call on this thread, in order, so a long line of them cannot exhaust the stack.
+  static func startExternal(_ first: ExternalStartEffect, then rest: [ExternalStartEffect]? = nil) {
+    ExternalStartTrampoline.forThisThread.run(first, then: rest) { next in
+      next.work.start { outcome in externalEnded(next.index, id: next.id, with: outcome) }
     }
   }
 }

@@ -8,46 +8,60 @@
   import Android
 #endif
 
-/// The external starts waiting on this thread while one of them runs (see
+/// Runs the starts of external work on one thread without nesting (see
 /// `Engine.startExternal`): a start that reports its end at once frees a slot, and the work
-/// that takes it is queued here rather than started from inside the report.
+/// that takes it is queued here and started by the outermost call, not from inside the report.
 ///
-/// Confined to one thread: created, used and dropped by one call of `Engine.startExternal`,
-/// and reachable only through this thread's key. So it is not `Sendable`, and needs none.
+/// One per thread, made on first use and released when the thread ends; confined to its
+/// thread (reachable only through that thread's key), so it is not `Sendable` and needs no
+/// lock.
 final class ExternalStartTrampoline {
-  private var starts: [ExternalStartEffect]
+  private var queued: [ExternalStartEffect] = []
   private var position = 0
+  private var isRunning = false
 
-  init(_ starts: [ExternalStartEffect]) {
-    self.starts = starts
-  }
-
-  func append(contentsOf more: [ExternalStartEffect]) {
-    starts.append(contentsOf: more)
-  }
-
-  /// The next start to run, in the order they were queued.
-  func next() -> ExternalStartEffect? {
-    guard position < starts.count else { return nil }
-    defer { position += 1 }
-    return starts[position]
+  /// Starts `first`, then `rest`, then whatever they queue; or, if this thread is already
+  /// starting external work, queues them behind it.
+  func run(
+    _ first: ExternalStartEffect, then rest: [ExternalStartEffect]?, start: (ExternalStartEffect) -> Void
+  ) {
+    if isRunning {
+      queued.append(first)
+      if let rest { queued.append(contentsOf: rest) }
+      return
+    }
+    isRunning = true
+    defer {
+      isRunning = false
+      queued.removeAll(keepingCapacity: true)
+      position = 0
+    }
+    if let rest { queued.append(contentsOf: rest) }
+    start(first)
+    while position < queued.count {
+      let next = queued[position]
+      position += 1
+      start(next)
+    }
   }
 
   private static let key: pthread_key_t = {
     var key = pthread_key_t()
-    let status = pthread_key_create(&key, nil)
+    // The thread's trampoline is retained by its key and released when the thread ends.
+    let status = pthread_key_create(&key) {
+      Unmanaged<ExternalStartTrampoline>.fromOpaque(($0 as UnsafeMutableRawPointer?)!).release()
+    }
     precondition(status == 0, "pthread_key_create failed: \(status)")
     return key
   }()
 
-  /// This thread's trampoline while `Engine.startExternal` runs on it. Unretained: the call
-  /// that sets it keeps it alive, and clears it before it returns.
-  static var current: ExternalStartTrampoline? {
-    get {
-      pthread_getspecific(key).map { Unmanaged<ExternalStartTrampoline>.fromOpaque($0).takeUnretainedValue() }
+  /// The calling thread's trampoline.
+  static var forThisThread: ExternalStartTrampoline {
+    if let existing = pthread_getspecific(key) {
+      return Unmanaged<ExternalStartTrampoline>.fromOpaque(existing).takeUnretainedValue()
     }
-    set {
-      pthread_setspecific(key, newValue.map { Unmanaged.passUnretained($0).toOpaque() })
-    }
+    let made = ExternalStartTrampoline()
+    pthread_setspecific(key, Unmanaged.passRetained(made).toOpaque())
+    return made
   }
 }

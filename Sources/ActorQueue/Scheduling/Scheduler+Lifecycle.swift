@@ -42,7 +42,7 @@ extension Scheduler {
     switch operations[index].state {
     case .executing, .paused:
       if let external = operations[index].external, operations[index].runsExternally {
-        effects.runExternalCancel(external.cancel)
+        effects.runExternalCancel(external)
       } else {
         preconditionFailure("Internal inconsistency: \(operations[index].id) executes with no work")
       }
@@ -75,8 +75,8 @@ extension Scheduler {
     withdrawFromReady(index)
     operations[index].isDetached = true
     operations[index].runsExternally = true
-    effects.runExternalCancel(external.cancel)
-    effects.startExternal(index, id: operations[index].id, external.start)
+    effects.runExternalCancel(external)
+    effects.startExternal(index, id: operations[index].id, external)
   }
 
   // MARK: The end
@@ -145,8 +145,7 @@ extension Scheduler {
     // A body that never ran, or external work that ended: released after unlocking.
     if let unused = operations[index].body.take() { effects.garbage.keep(body: unused) }
     if let external = operations[index].external.take() {
-      if let ended = external.ended { effects.complete(ended) }
-      effects.garbage.keep(external: external)
+      effects.externalEnded(external)
     }
     operations[index].isDetached = false
     operations[index].runsExternally = false

@@ -6,7 +6,7 @@ enum WorkerAction: Sendable {
   case run(operation: Int, id: OperationID, body: OperationBody)
   /// Start the work of an externally completed operation (it keeps its slot until the work
   /// reports its end), then claim the next (``Scheduler/claimNext(_:queue:now:)``).
-  case start(operation: Int, id: OperationID, start: ExternalStart)
+  case start(operation: Int, id: OperationID, work: any ExternalWork)
   /// Give the thread away once, then claim the next (``Scheduler/workerStarted(_:queue:now:)``).
   case yieldThenContinue
   /// The queue went idle at this instant: poll for work, yielding in between, for at most
@@ -169,7 +169,7 @@ extension Scheduler {
       // Runs elsewhere: no worker holds it (cancel() calls its `cancel`).
       operations[index].runsExternally = true
       transition(index, to: .executing, &effects)
-      return .start(operation: index, id: operations[index].id, start: external.start)
+      return .start(operation: index, id: operations[index].id, work: external)
     }
     guard let body = operations[index].body.take() else {
       preconditionFailure("Internal inconsistency: \(operations[index].id) was claimed twice")
@@ -190,6 +190,6 @@ extension Scheduler {
     operations[index].startOrder = nextStart
     operations[index].runsExternally = true
     transition(index, to: .executing, &effects)
-    effects.startExternal(index, id: operations[index].id, external.start)
+    effects.startExternal(index, id: operations[index].id, external)
   }
 }

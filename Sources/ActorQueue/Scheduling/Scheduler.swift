@@ -70,41 +70,56 @@ final class OutcomeBox: Sendable {
 /// generic code.
 typealias OperationBody = @Sendable () async throws -> any Sendable
 
-/// Starts an externally completed operation's work, which reports its end through `complete`.
-typealias ExternalStart = @Sendable (_ complete: @escaping @Sendable (Outcome) -> Void) -> Void
-
 /// What an operation runs when it starts.
 enum OperationWork: Sendable {
   /// A body, run by a worker task of its queue.
   case body(OperationBody)
   /// Work that runs elsewhere (a thread, a callback API) and reports its end.
-  case external(ExternalWork)
+  case external(any ExternalWork)
   /// None of its own: a caller's handle to coalesced work (``OperationRecord/leader``), which it
   /// follows.
   case follower
 }
 
-/// Work that runs elsewhere (a thread, a callback API) and reports its end. `cancel` reaches it
-/// while it runs. With `startsWhenCancelled`, an operation cancelled while waiting is not ended
-/// at once: its work is started outside the slot accounting (Foundation's rule, which the
-/// OperationAdapter follows), and it ends when the work reports its end.
-final class ExternalWork: Sendable {
-  let start: ExternalStart
-  let cancel: @Sendable () -> Void
+/// Work that runs elsewhere (a thread, a callback API) and reports its end, for an operation
+/// made with ``QueueOperation/init(name:priority:external:)`` (package-internal: the
+/// OperationAdapter's legacy operations conform). The scheduler calls each method once the lock
+/// is released.
+///
+/// A protocol rather than a bundle of closures: the adapter's object that runs a legacy
+/// operation is its external work as it is, so an operation costs no closure allocations.
+package protocol ExternalWork: AnyObject, Sendable {
+  /// With `true`, an operation cancelled while waiting in a queue is not ended at once: its work
+  /// is started outside the slot accounting (Foundation's rule, which the OperationAdapter
+  /// follows), and it ends when the work reports its end.
+  var startsWhenCancelled: Bool { get }
+  /// Starts the work, which reports its end through `complete` (from any thread; later calls
+  /// are ignored). Must return promptly.
+  func start(_ complete: @escaping @Sendable (Result<any Sendable, any Error>) -> Void)
+  /// The operation was cancelled while its work runs (on the cancelling thread).
+  func cancel()
+  /// The operation has ended, however it ended (before its completion handlers run).
+  func ended()
+}
+
+/// External work given as closures.
+final class ClosureExternalWork: ExternalWork {
   let startsWhenCancelled: Bool
-  /// Runs once the operation has ended, however it ended (an effect, before its completion
-  /// handlers): what an owner would otherwise register with `onCompletion`, without the cost.
-  let ended: (@Sendable () -> Void)?
+  private let startWork: @Sendable (_ complete: @escaping @Sendable (Outcome) -> Void) -> Void
+  private let cancelWork: @Sendable () -> Void
 
   init(
-    start: @escaping ExternalStart, cancel: @escaping @Sendable () -> Void, startsWhenCancelled: Bool,
-    ended: (@Sendable () -> Void)? = nil
+    start: @escaping @Sendable (_ complete: @escaping @Sendable (Outcome) -> Void) -> Void,
+    cancel: @escaping @Sendable () -> Void, startsWhenCancelled: Bool
   ) {
-    self.start = start
-    self.cancel = cancel
+    self.startWork = start
+    self.cancelWork = cancel
     self.startsWhenCancelled = startsWhenCancelled
-    self.ended = ended
   }
+
+  func start(_ complete: @escaping @Sendable (Outcome) -> Void) { startWork(complete) }
+  func cancel() { cancelWork() }
+  func ended() {}
 }
 
 /// A coalescing key, type-erased: made only from `Hashable & Sendable` values, so it is
@@ -212,7 +227,7 @@ struct OperationRecord: Sendable {
   /// The body, until a worker claims it or the operation ends without running.
   var body: OperationBody?
   /// External work instead of a body, until the operation ends.
-  var external: ExternalWork?
+  var external: (any ExternalWork)?
   /// Set while the body runs on a worker task.
   var worker: Worker?
   /// The worker's task was asked to cancel: the worker must not run another operation.

@@ -14,7 +14,7 @@ import Foundation
 ///
 /// Not generic over the operation's type: the handle's body downcasts the result instead, which
 /// spares a generic-metadata lookup on every access (8% of the adapter's time when it was).
-final class LegacyRun: Sendable {
+final class LegacyRun: ExternalWork {
   enum Outcome: Sendable {
     case finished
     case timedOut
@@ -23,7 +23,7 @@ final class LegacyRun: Sendable {
   private enum State {
     case idle
     case starting
-    case running(@Sendable (Result<Operation, any Error>) -> Void)
+    case running(@Sendable (Result<any Sendable, any Error>) -> Void)
     case done
     case abandoned
   }
@@ -123,10 +123,26 @@ final class LegacyRun: Sendable {
   /// Whether the handle still waits for its gate.
   var isGated: Bool { fields.withLock { $0.pendingGate != nil } }
 
+  // MARK: The handle's external work
+
+  /// Foundation's rule: a cancelled waiting operation is still started (outside the slot
+  /// accounting), sees `isCancelled` and finishes; the handle ends once it has finished.
+  var startsWhenCancelled: Bool { true }
+
+  /// The handle was cancelled while the operation runs.
+  func cancel() {
+    operation.cancel()
+  }
+
+  /// The handle ended: see ``handleEnded()``.
+  func ended() {
+    handleEnded()
+  }
+
   /// Starts the legacy operation for the handle, which holds its slot until `complete` is
   /// called: once Foundation records the operation finished (its value: the operation, or
   /// `CancellationError` if it was cancelled), or the timeout passed. No task waits meanwhile.
-  func start(complete: @escaping @Sendable (Result<Operation, any Error>) -> Void) {
+  func start(_ complete: @escaping @Sendable (Result<any Sendable, any Error>) -> Void) {
     fields.withLock { fields in
       guard case .idle = fields.state else {
         preconditionFailure("Internal inconsistency: a legacy operation was started twice")
@@ -166,7 +182,7 @@ final class LegacyRun: Sendable {
 
   /// The first outcome wins; later ones (the operation finishing after its timeout) are ignored.
   private func signal(_ outcome: Outcome) {
-    let complete: (@Sendable (Result<Operation, any Error>) -> Void)? = fields.withLock { fields in
+    let complete: (@Sendable (Result<any Sendable, any Error>) -> Void)? = fields.withLock { fields in
       guard case .running(let complete) = fields.state else { return nil }
       fields.state = .done
       return complete

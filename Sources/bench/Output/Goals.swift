@@ -111,9 +111,10 @@ func checkGoals(_ rows: inout [Row], sizes: Sizes) -> [GoalMeasurement] {
   ratioGoal("fan-out", atLeast: 1)
   ratioGoal("cancel", atLeast: 5, what: "cancelling waiting ops")
   ratioGoal("memory", metric: "bytes/op", atLeast: 1, what: "memory per waiting op")
-  // Issue 4: the adapter costs at most 2x OperationQueue per op: OQ's time / its own ≥ 0.5.
+  // Issue 11 (was 2x in issue 4): the adapter costs at most 1.5x OperationQueue per op: OQ's
+  // time / its own ≥ 1/1.5.
   ratioGoal(
-    "adapter", "unlimited", system: .adapter, atLeast: 0.5, what: "adapter unlimited (cost ≤ 2x)")
+    "adapter", "unlimited", system: .adapter, atLeast: 1 / 1.5, what: "adapter unlimited (cost ≤ 1.5x)")
 
   // Linearity: the per-op cost of the long chain at most 1.5x the short chain's, read the same
   // way as every ratio: short chain's per-op cost / the long chain's ≥ 1/1.5.

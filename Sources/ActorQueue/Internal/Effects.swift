@@ -108,7 +108,10 @@ struct SchedulerEffects: Sendable {
   typealias Handle = AnyQueueOperation
 
   private struct Lists: Sendable {
-    var spawns: [Spawn]?
+    /// Most events start at most one worker: no list for it (an idle queue's start allocates
+    /// as little as it can).
+    var spawn: Spawn?
+    var moreSpawns: [Spawn]?
     var resumptions: [@Sendable () -> Void]?
     var completions: [@Sendable () -> Void]?
     var waiters: [CheckedContinuation<Void, Never>]?
@@ -128,7 +131,10 @@ struct SchedulerEffects: Sendable {
   var garbage = Garbage()
 
   /// Worker tasks to start.
-  var spawns: [Spawn]? { lists?.spawns }
+  var spawns: [Spawn]? {
+    guard let first = lists?.spawn else { return nil }
+    return [first] + (lists?.moreSpawns ?? [])
+  }
   /// Event consumers and checkpoints to resume.
   var resumptions: [@Sendable () -> Void]? { lists?.resumptions }
   /// Worker tasks to cancel.
@@ -145,7 +151,11 @@ struct SchedulerEffects: Sendable {
 
   /// Start a worker task.
   mutating func spawn(_ spawn: Spawn) {
-    recorded.spawns.append(spawn)
+    if recorded.spawn == nil {
+      recorded.spawn = spawn
+    } else {
+      recorded.moreSpawns.append(spawn)
+    }
   }
 
   /// Hand `element` to an event consumer waiting for it.
@@ -215,7 +225,10 @@ struct SchedulerEffects: Sendable {
   mutating func perform() {
     if wakeLingerer { Engine.lingererWake.store(true, ordering: .releasing) }
     let lists = lists.take()
-    if let spawns = lists?.spawns { for spawn in spawns { Engine.start(spawn) } }
+    if let spawn = lists?.spawn {
+      Engine.start(spawn)
+      if let more = lists?.moreSpawns { for spawn in more { Engine.start(spawn) } }
+    }
     garbage = Garbage()
     guard let lists else { return }
     if let resumptions = lists.resumptions { for resumption in resumptions { resumption() } }

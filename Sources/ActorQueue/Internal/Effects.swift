@@ -3,7 +3,8 @@ struct Spawn: Sendable {
   typealias Handle = AnyQueueOperation
 
   let queue: Int
-  let taskPriority: TaskPriority?
+  /// `TaskPriority.rawValue`: a fixed-layout field (see `QueueRecord.taskPriority`).
+  let taskPriority: UInt8?
   let worker: Worker
   /// Its first step, decided under the lock (an operation claimed for it), or `nil`: it claims
   /// when it runs.
@@ -108,10 +109,11 @@ struct SchedulerEffects: Sendable {
   typealias Handle = AnyQueueOperation
 
   private struct Lists: Sendable {
-    /// Most events start at most one worker: no list for it (an idle queue's start allocates
-    /// as little as it can).
-    var spawn: Spawn?
-    var moreSpawns: [Spawn]?
+    /// A list even for one: a `Spawn` holds a `WorkerAction`, whose layout (it holds a
+    /// `ContinuousClock.Instant`, a resilient type) is known only at run time; held inline, it
+    /// made every test of `lists` a value-witness call (measured: a serial queue's operations
+    /// cost half again as much).
+    var spawns: [Spawn]?
     var resumptions: [@Sendable () -> Void]?
     var completions: [@Sendable () -> Void]?
     var waiters: [CheckedContinuation<Void, Never>]?
@@ -131,10 +133,7 @@ struct SchedulerEffects: Sendable {
   var garbage = Garbage()
 
   /// Worker tasks to start.
-  var spawns: [Spawn]? {
-    guard let first = lists?.spawn else { return nil }
-    return [first] + (lists?.moreSpawns ?? [])
-  }
+  var spawns: [Spawn]? { lists?.spawns }
   /// Event consumers and checkpoints to resume.
   var resumptions: [@Sendable () -> Void]? { lists?.resumptions }
   /// Worker tasks to cancel.
@@ -151,11 +150,7 @@ struct SchedulerEffects: Sendable {
 
   /// Start a worker task.
   mutating func spawn(_ spawn: Spawn) {
-    if recorded.spawn == nil {
-      recorded.spawn = spawn
-    } else {
-      recorded.moreSpawns.append(spawn)
-    }
+    recorded.spawns.append(spawn)
   }
 
   /// Hand `element` to an event consumer waiting for it.
@@ -225,10 +220,7 @@ struct SchedulerEffects: Sendable {
   mutating func perform() {
     if wakeLingerer { Engine.lingererWake.store(true, ordering: .releasing) }
     let lists = lists.take()
-    if let spawn = lists?.spawn {
-      Engine.start(spawn)
-      if let more = lists?.moreSpawns { for spawn in more { Engine.start(spawn) } }
-    }
+    if let spawns = lists?.spawns { for spawn in spawns { Engine.start(spawn) } }
     garbage = Garbage()
     guard let lists else { return }
     if let resumptions = lists.resumptions { for resumption in resumptions { resumption() } }

@@ -203,7 +203,7 @@ extension Engine {
     let worker = spawn.worker
     let queue = spawn.queue
     if let first = spawn.first { worker.setFirst(first) }
-    let task = Task.detached(priority: spawn.taskPriority) {
+    let task = Task.detached(priority: spawn.taskPriority.map { TaskPriority(rawValue: $0) }) {
       await $currentWorker.withValue(worker) {
         worker.bindToCurrentTask()
         await runWorker(worker, queue: queue, first: worker.takeFirst())
@@ -239,14 +239,15 @@ extension Engine {
       case .yieldThenContinue:
         await Task.yield()
         action = run { $0.workerStarted(worker, queue: queue, now: now, &$1) }
-      case .linger(let start):
+      case .linger(let since):
         // Polls without the lock: an operation made ready on this queue sets the flag.
         await Task.yield()
+        let start = since.instant
         if lingererWake.load(ordering: .acquiring) || start.duration(to: .now) >= LingerPolicy.window {
           lingererWake.store(false, ordering: .relaxed)
           action = run { $0.lingerEnded(worker, queue: queue, since: start, now: now, &$1) }
         } else {
-          action = .linger(since: start)
+          action = .linger(since: since)
         }
       case .retire:
         worker.retire()

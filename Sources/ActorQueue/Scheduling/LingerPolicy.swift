@@ -22,19 +22,19 @@ struct LingerPolicy {
   static let halfWindow: Duration = window / 2
 
   /// When the queue went idle with no worker lingering; `nil` once work arrived.
-  private var idleSince: ContinuousClock.Instant?
+  private var idleSince: FixedInstant?
   /// Whether the next worker to find the queue idle should linger.
   private(set) var lingerPays = false
 
   /// The last worker ended with the queue idle, at `now`, without lingering.
   mutating func wentIdle(at now: ContinuousClock.Instant) {
-    idleSince = now
+    idleSince = FixedInstant(now)
   }
 
   /// An operation was made ready on an idle queue with no worker lingering, at `now`.
   mutating func workArrived(at now: ContinuousClock.Instant) {
     guard let idleSince else { return }
-    observe(idleSpell: now - idleSince)
+    observe(idleSpell: now - idleSince.instant)
   }
 
   /// The queue was idle for `idleSpell`: measured by a lingering worker that found work after
@@ -43,4 +43,24 @@ struct LingerPolicy {
     idleSince = nil
     lingerPays = idleSpell < Self.halfWindow
   }
+}
+
+/// An instant of `ContinuousClock` with a layout known at compile time: its distance from a
+/// fixed instant of the process, a `Duration`.
+///
+/// `ContinuousClock.Instant` is a resilient type, whose layout is known only at run time: a
+/// scheduling record or worker step that holds one is copied, tested and switched over through
+/// value-witness calls (measured: a worker step holding one made the switch over it a runtime
+/// call per operation, and a queue record holding one slowed every access to the records).
+struct FixedInstant: Sendable {
+  /// The instant all others are measured from, taken once.
+  private static let epoch = ContinuousClock.now
+
+  private let sinceEpoch: Duration
+
+  init(_ instant: ContinuousClock.Instant) {
+    sinceEpoch = Self.epoch.duration(to: instant)
+  }
+
+  var instant: ContinuousClock.Instant { Self.epoch + sinceEpoch }
 }

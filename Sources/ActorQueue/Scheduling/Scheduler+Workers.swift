@@ -11,7 +11,7 @@ enum WorkerAction: Sendable {
   case yieldThenContinue
   /// The queue went idle at this instant: poll for work, yielding in between, for at most
   /// `LingerPolicy.window`, then report ``Scheduler/lingerEnded(_:queue:since:now:)``.
-  case linger(since: ContinuousClock.Instant)
+  case linger(since: FixedInstant)
   /// End the worker task.
   case retire
 }
@@ -111,7 +111,7 @@ extension Scheduler {
       action = apply(step, worker: worker, queue: queue, &effects)
     } else if spell < LingerPolicy.window, queues[queue].machine.lingerIfIdle() {
       lingeringWorkers += 1
-      action = .linger(since: start)
+      action = .linger(since: FixedInstant(start))
     } else {
       if spell >= LingerPolicy.window {
         queues[queue].linger.observe(idleSpell: spell)
@@ -135,7 +135,7 @@ extension Scheduler {
       let instant = now()
       if queues[queue].linger.lingerPays, lingeringWorkers == 0, queues[queue].machine.lingerIfIdle() {
         lingeringWorkers += 1
-        return .linger(since: instant)
+        return .linger(since: FixedInstant(instant))
       }
       queues[queue].linger.wentIdle(at: instant)
     }

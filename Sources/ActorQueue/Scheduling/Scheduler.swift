@@ -375,7 +375,10 @@ struct QueueRecord: Sendable {
   var generation: UInt64
   var isLive = true
   var name: String?
-  var taskPriority: TaskPriority?
+  /// The priority of its worker tasks (`TaskPriority.rawValue`): a `TaskPriority` is a
+  /// resilient type whose layout is known only at run time, which would make every record
+  /// that holds one slow to copy and test (its optionals through value witnesses).
+  var taskPriority: UInt8?
   /// The start rule: ready operations, slots, workers, limit, suspension.
   var machine: SchedulerStateMachine<Int>
   /// Unfinished operations in submission order: a list threaded through their records (O(1)
@@ -574,7 +577,7 @@ struct Scheduler: Sendable {
   mutating func createQueue(name: String?, limit: Int, taskPriority: TaskPriority?) -> QueueReference {
     nextQueueGeneration += 1
     let record = QueueRecord(
-      generation: nextQueueGeneration, name: name, taskPriority: taskPriority,
+      generation: nextQueueGeneration, name: name, taskPriority: taskPriority?.rawValue,
       machine: SchedulerStateMachine(limit: limit))
     if let index = freeQueues.popLast() {
       queues[index] = record

@@ -277,7 +277,7 @@ struct SchedulerHarness {
     let worker = workers[position]
     lingererWake = false
     let next = event { scheduler, now, effects in
-      scheduler.lingerEnded(worker.worker, queue: worker.queue, since: since, now: now, &effects)
+      scheduler.lingerEnded(worker.worker, queue: worker.queue, since: since.instant, now: now, &effects)
     }
     setAction(next, of: worker.worker)
   }

@@ -8,10 +8,12 @@ public import Foundation
 // unfinished (a gate operation on an internal queue stands for them) — and when it starts, the
 // legacy operation's `start()` is called on one of the adapter's own overcommitting threads
 // (`Internal/LegacyThreads.swift`; not the Swift cooperative pool, which on Linux also serves
-// `OperationQueue`'s threads). The handle is an externally completed operation: it holds its
-// slot, with no task waiting, until Foundation records that the operation finished, and the
-// thread that learns it ends the handle. Cancelling the handle calls the operation's
-// `cancel()`. See `Internal/LegacyRuntime.swift`.
+// `OperationQueue`'s threads). The handle is an externally completed operation (its external
+// work is the `LegacyRun`): no Swift task runs or waits for it. It is started on the thread of
+// the event that gave it its slot (the thread that added it, or the adapter's thread that
+// reported the end of the operation before it), holds its slot until Foundation records that
+// the operation finished, and the thread that learns it ends the handle. Cancelling the handle
+// calls the operation's `cancel()`. See `Internal/LegacyRuntime.swift`.
 
 extension ActorQueue {
   /// Adds a legacy `Operation` to this queue, unchanged, and returns its handle.
@@ -88,13 +90,14 @@ extension ActorQueue {
   ///   forever, exactly as it would keep an `OperationQueue` slot; use
   ///   ``addOperation(legacy:timeout:)`` to bound that.
   ///
-  /// Cost: about 4–7 µs per trivial operation in an unlimited queue (release build, two busy
-  /// Linux cores), 1.9–2.5 times running it in an `OperationQueue` directly, measured in the
-  /// same runs: a `QueueOperation` and a hop to one of the adapter's threads, so that a
-  /// blocking `main()` cannot stall Swift tasks; an operation still unfinished when `start()`
-  /// returns also gets a sentinel `Operation`. No task waits while it runs. A queue with a
-  /// small limit is bound by the round trip of each operation (about 40 µs per operation with
-  /// limit 2).
+  /// Cost: about 2 µs per trivial operation (release build, two Linux cores), less than running
+  /// it in an `OperationQueue` directly, measured in the same runs (the bench's `adapter` rows):
+  /// a `QueueOperation` and a hop to one of the adapter's threads, so that a blocking `main()`
+  /// cannot stall Swift tasks; an operation still unfinished when `start()` returns also gets a
+  /// sentinel `Operation`. No Swift task runs or waits for it: it is started on the thread that
+  /// gave it its slot, and a thread of the adapter's that runs out of work watches for more for
+  /// 50 µs before it sleeps, so neither a stream of operations nor a small limit pays a thread
+  /// wake-up per operation.
   ///
   /// - Throws: ``OperationAdapterError/alreadyFinished`` or
   ///   ``OperationAdapterError/alreadyExecuting`` if the operation has run or is running;

@@ -370,16 +370,26 @@ package class BlurOperation: Operation, ImageProviding, @unchecked Sendable {
 // MARK: Readiness decided by the subclass
 
 /// Not ready until told (Foundation's test_CustomOperationReady): `isReady` overridden,
-/// changed with the KVO notifications Foundation expects.
+/// changed with the KVO notifications Foundation expects. The flag is read by whichever thread
+/// asks (a queue's, the adapter's watcher) while the test sets it: it is guarded by a lock, as
+/// careful field code guards it, and the notifications are sent outside the lock.
 package class ManualReadyOperation: Operation, @unchecked Sendable {
+  private let lock = NSLock()
   private var _isReady = false
   package private(set) var didRun = false
 
-  package override var isReady: Bool { _isReady && super.isReady }
+  package override var isReady: Bool {
+    lock.lock()
+    let ready = _isReady
+    lock.unlock()
+    return ready && super.isReady
+  }
 
   package func setIsReady() {
     willChangeValue(forKey: "isReady")
+    lock.lock()
     _isReady = true
+    lock.unlock()
     didChangeValue(forKey: "isReady")
   }
 

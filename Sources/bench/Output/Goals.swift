@@ -2,7 +2,7 @@
 ///
 /// Every goal is a ratio that reads like every other ratio of the bench: the reference's cost
 /// divided by ActorQueue's (time, latency or bytes), at least `threshold`. Above 1, ActorQueue
-/// is cheaper by that factor; "costs at most 2x OperationQueue" is a threshold of 0.5.
+/// is cheaper by that factor; "costs at most 1.5x OperationQueue" is a threshold of 1/1.5.
 struct GoalMeasurement: Sendable {
   let goal: String
   let threshold: Double

@@ -318,6 +318,23 @@ struct SchedulerTests {
     #expect(scheduler.operations.count == 2_000, "and grows it again when needed")
   }
 
+  @Test(
+    "cancelAllOperations() leaves the records of handles only the queue held for their deinit: its critical section only cancels"
+  )
+  func cancelAllLeavesRecordsForTheDeinits() {
+    var h = SchedulerHarness()
+    let q = h.makeQueue(limit: 1)
+    h.event { s, now, e in s.setSuspended(true, of: q, now: now, &e) }
+    h.add("a", "b", to: q)
+    h.forget("a")
+    h.forget("b")
+    h.event { s, now, e in s.cancelAll(in: q, now: now, &e) }
+    #expect(h.state("a") == .cancelled && h.state("b") == .cancelled)
+    #expect(h.scheduler.operations[h.index("a")].isLive, "freed by the handle's deinit, after unlocking")
+    #expect(h.scheduler.operations[h.index("b")].isLive)
+    #expect(!h.scheduler.isEndingInBulk)
+  }
+
   @Test("A record an ended dependent still lists weakly is left for its handle's deinit")
   func weaklyListedRecordIsNotFreedAtTheEnd() throws {
     var h = SchedulerHarness()

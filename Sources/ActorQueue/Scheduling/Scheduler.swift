@@ -430,6 +430,9 @@ struct Scheduler: Sendable {
   private var freeOperations: [Int] = []
   /// The most records live at once since all were last free (see `shrinkIfAllFree`).
   private var peakLiveOperations = 0
+  /// `cancelAllOperations()` is ending many operations in one event: their records are not
+  /// freed inline (see `cancelAll(in:now:_:)`).
+  var isEndingInBulk = false
   var queues: [QueueRecord] = []
   private var freeQueues: [Int] = []
   private var nextQueueGeneration: UInt64 = 0
@@ -599,6 +602,8 @@ struct Scheduler: Sendable {
   mutating func releaseQueue(_ queue: Int, now: () -> ContinuousClock.Instant, _ effects: inout Effects) {
     queues[queue].isReleased = true
     if queues[queue].machine.isSuspended {
+      isEndingInBulk = true
+      defer { isEndingInBulk = false }
       // Nobody can resume the queue: what waits for a start or for a slot again (a body paused
       // at a checkpoint) would wait forever.
       for index in unfinishedIndices(of: queue)

@@ -556,12 +556,23 @@ struct Scheduler: Sendable {
   /// a third of running them, most of it copying and page faults under the lock). O(1)
   /// amortised: the storage is dropped only when it is entirely free, and it held that many
   /// records.
+  ///
+  /// Kept after a burst, the free records are handed out again from the lowest index up (the
+  /// free list is rebuilt in order, once per burst that used a quarter of the storage or more):
+  /// left in the order the burst freed them, the next work's records were scattered over the
+  /// whole storage (measured: 10,000 legacy operations after a 100,000-operation burst took
+  /// 30–38 ms instead of 18–22 ms).
   private mutating func shrinkIfAllFree() {
     guard freeOperations.count == operations.count else { return }
     defer { peakLiveOperations = 0 }
-    guard operations.count > 1024, peakLiveOperations < operations.count / 4 else { return }
-    operations = []
-    freeOperations = []
+    guard operations.count > 1024 else { return }
+    if peakLiveOperations < operations.count / 4 {
+      operations = []
+      freeOperations = []
+    } else if peakLiveOperations > 1024 {
+      freeOperations.removeAll(keepingCapacity: true)
+      freeOperations.append(contentsOf: stride(from: operations.count - 1, through: 0, by: -1))
+    }
   }
 
   /// The next handles to release while draining a chain; `[]` ends the drain.

@@ -90,8 +90,8 @@ extension ActorQueue {
   ///   forever, exactly as it would keep an `OperationQueue` slot; use
   ///   ``addOperation(legacy:timeout:)`` to bound that.
   ///
-  /// Cost: about 2–2.6 µs per trivial operation (release build, two Linux cores), about what
-  /// running it in an `OperationQueue` directly costs (0.74–1.23x, measured in the same runs by
+  /// Cost: about 2.1–3.2 µs per trivial operation (release build, two Linux cores), about what
+  /// running it in an `OperationQueue` directly costs (0.78–1.18x, measured in the same runs by
   /// the bench's `adapter` rows):
   /// a `QueueOperation` and a hop to one of the adapter's threads, so that a blocking `main()`
   /// cannot stall Swift tasks; an operation still unfinished when `start()` returns also gets a

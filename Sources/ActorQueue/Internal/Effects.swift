@@ -109,10 +109,11 @@ struct SchedulerEffects: Sendable {
   typealias Handle = AnyQueueOperation
 
   private struct Lists: Sendable {
-    /// A list even for one: a `Spawn` holds a `WorkerAction`, whose layout (it holds a
-    /// `ContinuousClock.Instant`, a resilient type) is known only at run time; held inline, it
-    /// made every test of `lists` a value-witness call (measured: a serial queue's operations
-    /// cost half again as much).
+    /// A list even for one. An inline slot was tried while a `Spawn`'s `WorkerAction` still held
+    /// a `ContinuousClock.Instant`, a resilient type whose layout is known only at run time:
+    /// every test of `lists` became a value-witness call (measured: a serial queue's operations
+    /// cost half again as much). Its instants are `FixedInstant`s now; the slot was not tried
+    /// again.
     var spawns: [Spawn]?
     var resumptions: [@Sendable () -> Void]?
     var completions: [@Sendable () -> Void]?

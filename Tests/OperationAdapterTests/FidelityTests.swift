@@ -79,8 +79,8 @@ import Testing
   /// Foundation's test_OperationPriorities through the batch entry point: four operations of
   /// mixed priority added in one batch to a serial queue run in priority order.
   ///
-  /// Expected to fail until the core submits a batch whole before starting any of it (the
-  /// lead's batch fix): today the first operation of the batch starts at once.
+  /// Before the scheduler submitted a batch whole and then scheduled it, the first operation of
+  /// the batch started at once (they ran 1, 3, 2, 4); this guards against that coming back.
   @Test func aLegacyBatchOnASerialQueueRunsInPriorityOrder() async throws {
     func makeOperations(_ order: Recorder<Int>) -> [Operation] {
       let priorities: [Operation.QueuePriority] = [.normal, .low, .veryHigh, .veryLow]

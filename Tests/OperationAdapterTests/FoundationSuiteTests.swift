@@ -14,7 +14,7 @@ import Testing
 /// | Foundation case | Here |
 /// |---|---|
 /// | test_OperationCount | `operationCount` |
-/// | test_OperationPriorities | `operationPriorities` (adapter: fails until the core's batch fix) |
+/// | test_OperationPriorities | `operationPriorities` (a batch is submitted whole, then scheduled) |
 /// | test_isExecutingWorks | `isExecutingWorks` |
 /// | test_AsyncOperation | not applicable: calls `start()` with no queue at all |
 /// | test_SyncOperationWithoutAQueue | not applicable: calls `start()` with no queue at all |
@@ -139,9 +139,10 @@ struct FoundationSuiteTests {
     #expect(queue.operationCount == 0 && queue.operationNames.isEmpty)
   }
 
-  /// Adapter: fails (runs 1, 3, 2, 4) until the core submits a batch whole before starting any
-  /// of it (the lead's batch fix). Foundation's own case adds the batch with
-  /// `waitUntilFinished: true`; the wait makes no difference to the order.
+  /// Through the adapter these ran 1, 3, 2, 4 while the scheduler started the first operation of
+  /// a batch before the rest was in; a batch is now submitted whole, then scheduled, as in
+  /// Foundation. Foundation's own case adds the batch with `waitUntilFinished: true`; the wait
+  /// makes no difference to the order.
   @Test(arguments: Side.allCases) func operationPriorities(_ side: Side) async throws {
     let order = Recorder<Int>()
     let priorities: [Operation.QueuePriority] = [.normal, .low, .veryHigh, .veryLow]

@@ -84,9 +84,12 @@ struct CheckpointContext: Sendable {
 /// Its own small lock (not the scheduler's): attaching the task right after it was created
 /// never contends with the scheduler's lock, which the new task itself takes at once (measured:
 /// that contention cost an idle queue a second thread wake-up per operation). An inline spin
-/// lock, not a mutex of its own: a worker is made on every start of an idle queue, and a mutex
-/// cost an allocation and its initialisation there (measured: an idle start after 10 ms of
-/// quiet spent about 10 µs making the worker, most of it in its two allocations).
+/// lock, not a mutex of its own: a worker is made on every start of an idle queue, and a
+/// `LockedValue` cost an allocation and a mutex initialisation there (measured: an idle start
+/// after 10 ms of quiet spent about 10 µs making the worker, most of it in its two
+/// allocations). `Synchronization.Mutex` would be inline too, but its contended hand-over is
+/// invisible to ThreadSanitizer on Linux (see `LockedValue`), and this lock does contend: the
+/// new task takes its first step while the thread that created it attaches the task handle.
 final class Worker: Sendable {
   private struct Handle {
     var task: Task<Void, Never>?

@@ -174,7 +174,7 @@ public actor ActorQueue {
     name: String? = nil, priority: OperationPriority = .normal,
     _ body: @escaping @Sendable () async throws -> Success
   ) -> QueueOperation<Success> {
-    let work = OperationWork.body { try await body() }
+    let work = OperationWork.typed(body)
     let index = index
     // The handle is created with its record, in the same critical section as its submission
     // (one lock per addOperation); its type is looked up once, out here.

@@ -245,7 +245,7 @@ public final class QueueOperation<Success: Sendable>: AnyQueueOperation, @unchec
     name: String? = nil, priority: OperationPriority = .normal,
     _ body: @escaping @Sendable () async throws -> Success
   ) {
-    super.init(name: name, priority: priority, work: .body { try await body() })
+    super.init(name: name, priority: priority, work: .typed(body))
   }
 
   /// An operation whose record the caller created under the lock.

@@ -178,4 +178,20 @@ struct LifetimeTests {
     #expect(weakCaptured.isFreed)
     #expect(seenAtCompletion.withLock { $0 } == true)
   }
+
+  @Test(
+    "An op whose body returns () keeps the one shared outcome: ending it allocates no box; any other value gets its own"
+  )
+  func voidOutcomeIsShared() async throws {
+    #expect(OutcomeBox.success(()) === OutcomeBox.void)
+    #expect(OutcomeBox.success(1) !== OutcomeBox.void)
+    let queue = ActorQueue()
+    let nothing = queue.addOperation {}
+    let number = queue.addOperation { 7 }
+    await queue.waitUntilAllOperationsAreFinished()
+    #expect(Engine.read { $0.outcome(of: nothing.recordIndex) } === OutcomeBox.void)
+    #expect(Engine.read { $0.outcome(of: number.recordIndex) } !== OutcomeBox.void)
+    #expect(try await number.value == 7)
+    try await nothing.value
+  }
 }

@@ -300,7 +300,7 @@ struct SchedulerTests {
     func burst(_ count: Int) -> [Int] {
       let ids = (0..<count).map { _ in OperationID() }
       let indices = ids.map { id in
-        scheduler.createOperation(id: id, name: nil, priority: .normal, work: .body { () })
+        scheduler.createOperation(id: id, name: nil, priority: .normal, work: .typed { () })
       }
       for (index, id) in zip(indices, ids) {
         // Each ends (cancelled), then its handle is dropped: the handle's deinit frees it.

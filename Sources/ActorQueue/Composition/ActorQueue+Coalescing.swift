@@ -32,7 +32,7 @@ extension ActorQueue {
   ) -> QueueOperation<Success> {
     let key = CoalescingKey(key)
     let hash = key.hashValue
-    let work = OperationWork.body { try await body() }
+    let work = OperationWork.typed(body)
     let type = QueueOperation<Success>.self
     let index = index
     while true {

@@ -264,7 +264,7 @@ extension Engine {
   private static func execute(_ body: consuming @escaping OperationBody) async -> OutcomeBox {
     var body: OperationBody? = consume body
     do {
-      return OutcomeBox(.success(try await body.take()!()))
+      return try await body.take()!()
     } catch {
       return OutcomeBox(.failure(error))
     }

@@ -40,7 +40,7 @@ struct SchedulerHarness {
   @discardableResult
   mutating func makeOperation(_ name: String, priority: OperationPriority = .normal) -> AnyQueueOperation {
     let id = OperationID()
-    let index = scheduler.createOperation(id: id, name: name, priority: priority, work: .body { name })
+    let index = scheduler.createOperation(id: id, name: name, priority: priority, work: .typed { name })
     let handle = QueueOperation<String>(id: id, name: name, recordIndex: index, isInEngine: false)
     handles[name] = handle
     return handle
@@ -177,7 +177,7 @@ struct SchedulerHarness {
     let outcome = event { scheduler, now, effects in
       scheduler.submitCoalesced(
         key: key, hash: hash, version: bucket.version, match: match, resultType: String.self, name: workName,
-        priority: priority, work: .body { workName }, to: queue,
+        priority: priority, work: .typed { workName }, to: queue,
         makeHandle: { id, index in
           let handle = QueueOperation<String>(id: id, name: workName, recordIndex: index, isInEngine: false)
           made.withLock { $0.append(handle) }

@@ -222,7 +222,7 @@ public class AnyQueueOperation: Hashable, @unchecked Sendable, CustomStringConve
 
 /// An operation whose body produces a `Success`: the unit of work and the handle to its result.
 ///
-/// Create one with ``ActorQueue/addOperation(name:priority:_:)`` (added at once), or with
+/// Create one with ``ActorQueue/addOperation(name:priority:_:)->QueueOperation<Success>`` (added at once), or with
 /// ``init(name:priority:_:)`` to prepare dependencies first and add it with
 /// ``ActorQueue/addOperation(_:)``. Replaces `BlockOperation` plus the hand-written
 /// asynchronous `Operation` subclass: the body is an `async` function, and its return is

@@ -180,18 +180,66 @@ struct LifetimeTests {
   }
 
   @Test(
-    "An op whose body returns () keeps the one shared outcome: ending it allocates no box; any other value gets its own"
+    "A body that returns () and cannot throw is kept as given (the non-generic overload); every other body is wrapped to box its value"
   )
-  func voidOutcomeIsShared() async throws {
-    #expect(OutcomeBox.success(()) === OutcomeBox.void)
-    #expect(OutcomeBox.success(1) !== OutcomeBox.void)
+  func voidBodiesAreKeptAsGiven() async throws {
+    let queue = ActorQueue(maxConcurrentOperationCount: 1)
+    queue.isSuspended = true
+    let stored: @Sendable () async -> Void = {}
+    let literal = queue.addOperation {}
+    let value = queue.addOperation(stored)
+    let throwing = queue.addOperation { () async throws -> Void in }
+    let number: QueueOperation<Int> = queue.addOperation { 7 }
+    let discarded = queue.addOperation { [stored] in await stored() }
+    let kinds = Engine.read { scheduler in
+      [literal, value, throwing, number, discarded].map { scheduler.bodyIsKeptAsGiven($0.recordIndex) }
+    }
+    #expect(kinds == [true, true, false, false, true])
+    queue.isSuspended = false
+    await queue.waitUntilAllOperationsAreFinished()
+    #expect(Engine.read { $0.bodyIsKeptAsGiven(literal.recordIndex) } == nil, "the body is released once run")
+    try await literal.value
+    try await value.value
+    try await throwing.value
+    #expect(try await number.value == 7)
+    #expect([literal, value, throwing, discarded].allSatisfy { $0.state == .finished })
+  }
+
+  @Test("A () body that returns after cancel() finishes, as a body returning a value does")
+  func voidBodyReturningAfterCancelFinishes() async throws {
+    let queue = ActorQueue()
+    let started = Gate()
+    let release = Gate()
+    let nothing = queue.addOperation {
+      started.open()
+      await release.wait()
+    }
+    await started.wait()
+    #expect(Engine.read { $0.bodyIsKeptAsGiven(nothing.recordIndex) } == nil, "claimed by its worker")
+    nothing.cancel()
+    #expect(nothing.isCancelled && nothing.isExecuting)
+    release.open()
+    await nothing.waitUntilFinished()
+    #expect(nothing.state == .finished)
+    try await nothing.value
+  }
+
+  @Test(
+    "An op whose body returns () ends with an outcome that holds no box: ending it allocates nothing and writes no shared reference count; any other value gets its own box"
+  )
+  func voidOutcomeHoldsNoBox() async throws {
+    #expect(OutcomeBox.success(()).holdsNoBox)
+    #expect(!OutcomeBox.success(1).holdsNoBox)
     let queue = ActorQueue()
     let nothing = queue.addOperation {}
+    let throwingNothing = queue.addOperation { () async throws -> Void in }
     let number = queue.addOperation { 7 }
     await queue.waitUntilAllOperationsAreFinished()
-    #expect(Engine.read { $0.outcome(of: nothing.recordIndex) } === OutcomeBox.void)
-    #expect(Engine.read { $0.outcome(of: number.recordIndex) } !== OutcomeBox.void)
+    #expect(Engine.read { $0.outcome(of: nothing.recordIndex) }?.holdsNoBox == true)
+    #expect(Engine.read { $0.outcome(of: throwingNothing.recordIndex) }?.holdsNoBox == true)
+    #expect(Engine.read { $0.outcome(of: number.recordIndex) }?.holdsNoBox == false)
     #expect(try await number.value == 7)
     try await nothing.value
+    try await throwingNothing.value
   }
 }

@@ -23,7 +23,7 @@ public struct MainQueue: Sendable {
   }
 
   /// Adds an operation whose `body` runs on the main actor; see
-  /// ``ActorQueue/addOperation(name:priority:_:)``.
+  /// ``ActorQueue/addOperation(name:priority:_:)->QueueOperation<Success>``.
   @discardableResult
   public func addOperation<Success: Sendable>(
     name: String? = nil, priority: OperationPriority = .normal,

@@ -56,7 +56,7 @@ struct Garbage: Sendable {
     }
   }
 
-  mutating func keep(body: @escaping OperationBody) {
+  mutating func keep(body: OperationBody) {
     if more == nil { more = More() }
     if more!.body == nil {
       more!.body = body

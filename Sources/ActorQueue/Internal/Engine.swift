@@ -261,12 +261,17 @@ extension Engine {
   }
 
   /// Runs `body` and releases it before returning its outcome.
-  private static func execute(_ body: consuming @escaping OperationBody) async -> OutcomeBox {
-    var body: OperationBody? = consume body
-    do {
-      return try await body.take()!()
-    } catch {
-      return OutcomeBox(.failure(error))
+  private static func execute(_ body: consuming OperationBody) async -> OutcomeBox {
+    switch consume body {
+    case .void(let body):
+      await body()
+      return .void
+    case .boxing(let body):
+      do {
+        return try await body()
+      } catch {
+        return OutcomeBox(.failure(error))
+      }
     }
   }
 

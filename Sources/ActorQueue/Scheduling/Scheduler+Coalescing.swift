@@ -85,6 +85,7 @@ extension Scheduler {
 
   /// The shared work `leader` ended: its key leaves its bucket (the key itself is released after
   /// unlocking).
+  @inline(never)  // rare: kept out of the hot paths that test for it
   mutating func releaseCoalescingKey(of leader: Int, hash: Int, in queue: Int, _ effects: inout Effects) {
     guard var bucket = queues[queue].coalesced[hash],
       let position = bucket.entries.firstIndex(where: {
@@ -127,6 +128,7 @@ extension Scheduler {
   }
 
   /// The shared work `leader` moved to `state`: so do the handles of the callers that wait for it.
+  @inline(never)  // rare: kept out of the hot paths that test for it
   mutating func mirrorToFollowers(_ leader: Int, _ state: OperationState, _ effects: inout Effects) {
     for entry in operations[leader].extras!.followers where isUnfinished(entry) {
       operations[entry.index].state = state
@@ -138,6 +140,7 @@ extension Scheduler {
 
   /// The shared work `leader` ended: every caller's handle still waiting ends with its outcome
   /// (appended to the work list of ``terminate(_:as:error:_:)``).
+  @inline(never)  // rare: kept out of the hot paths that test for it
   mutating func endFollowers(
     of leader: Int, as terminal: OperationState, into work: inout [(Int, OperationState, (any Error)?)],
     _ effects: inout Effects

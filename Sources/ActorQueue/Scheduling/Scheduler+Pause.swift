@@ -187,6 +187,7 @@ extension Scheduler {
   }
 
   /// Resumes every task of `index` suspended at a checkpoint, throwing `CancellationError`.
+  @inline(never)  // rare: kept out of the hot paths that test for it
   mutating func releasePauseWaiters(of index: Int, _ effects: inout Effects) {
     guard !operations[index].pauseWaiters.isEmpty else { return }
     for waiter in operations[index].pauseWaiters {

@@ -868,18 +868,20 @@ struct Scheduler: Sendable {
   /// Moves `index` to a non-terminal `newState` and tells its subscribers and its queue's.
   mutating func transition(_ index: Int, to newState: OperationState, _ effects: inout Effects) {
     operations[index].state = newState
-    if !operations[index].subscribers.isEmpty {
-      operations[index].subscribers.removeAll { !$0.push(newState, effects: &effects) }
-    }
+    // Who hears of it, out of line: most operations have no subscriber and no follower, and
+    // the code that tells them would make every transition set up its generic types.
+    if !operations[index].subscribers.isEmpty { pushState(of: index, newState, &effects) }
     if operations[index].hasExtras, operations[index].hasFollowers {
       mirrorToFollowers(index, newState, &effects)
     }
     let queue = operations[index].queue
-    if queue >= 0, !queues[queue].subscribers.isEmpty {
-      emit(
-        .operation(id: operations[index].id, name: operations[index].name, state: newState), in: queue,
-        &effects)
-    }
+    if queue >= 0, !queues[queue].subscribers.isEmpty { emitState(of: index, newState, in: queue, &effects) }
+  }
+
+  /// Pushes `index`'s new state to its subscribers; drops those whose stream has ended.
+  @inline(never)
+  private mutating func pushState(of index: Int, _ newState: OperationState, _ effects: inout Effects) {
+    operations[index].subscribers.removeAll { !$0.push(newState, effects: &effects) }
   }
 
   // MARK: Deciding starts

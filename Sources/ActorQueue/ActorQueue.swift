@@ -163,7 +163,10 @@ public actor ActorQueue {
   /// Adds an operation that runs `body`, and returns its handle.
   ///
   /// Synchronous and ordered: two calls made one after the other from one thread are
-  /// submitted in that order. Cost: one allocation and O(1) (O(log n) when priorities mix).
+  /// submitted in that order. Cost: two allocations (the handle, and the wrapper that boxes the
+  /// body's value when it returns, a third allocation unless the value is `()`) and O(1)
+  /// (O(log n) when priorities mix). A body that returns nothing and cannot throw takes the
+  /// non-generic overload instead, which needs only the handle.
   ///
   /// - Parameters:
   ///   - name: for debugging and events.

@@ -86,9 +86,7 @@ extension Scheduler {
     if operations[index].unfinishedDependencies == 0 && !operations[index].pauseHeld {
       makeReady(index, &effects)
     } else if !queues[queue].subscribers.isEmpty {
-      emit(
-        .operation(id: operations[index].id, name: operations[index].name, state: .pending), in: queue,
-        &effects)
+      emitState(of: index, .pending, in: queue, &effects)
     }
   }
 

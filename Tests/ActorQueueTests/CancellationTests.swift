@@ -23,7 +23,7 @@ private final class CancellableBody: Sendable {
   }
 }
 
-@Suite("Cancellation", .timeLimit(.minutes(1)))
+@Suite("Cancellation", .timeLimit(.minutes(hangLimitMinutes)))
 struct CancellationTests {
   @Test(
     "A cancelled waiting op ends at once: its body never runs, value throws, handlers and waiters run, no slot is used (P2)"

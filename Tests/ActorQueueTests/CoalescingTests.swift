@@ -10,7 +10,7 @@ private struct CollidingKey: Hashable, Sendable {
 
 private struct LoadError: Error, Equatable {}
 
-@Suite("Coalescing by key", .timeLimit(.minutes(1)))
+@Suite("Coalescing by key", .timeLimit(.minutes(hangLimitMinutes)))
 struct CoalescingTests {
   @Test(
     "A second request for a key already loading joins it: one body run, one op in the queue, a handle each")

@@ -9,7 +9,7 @@ private final class Captured: Sendable {
   init(_ value: Int) { self.value = value }
 }
 
-@Suite("Completion", .timeLimit(.minutes(1)))
+@Suite("Completion", .timeLimit(.minutes(hangLimitMinutes)))
 struct CompletionTests {
   enum Outcome: String, CaseIterable, Sendable {
     case finished, failed, cancelledWhileWaiting, cancelledWhileExecuting

@@ -166,7 +166,7 @@ import Testing
 
 /// `ActorQueue.main` is one queue for the whole process: these tests take turns with it (one
 /// pauses all of its operations).
-@Suite(.serialized, .timeLimit(.minutes(1))) struct MainQueueTests {
+@Suite(.serialized, .timeLimit(.minutes(hangLimitMinutes))) struct MainQueueTests {
   @MainActor final class Label {
     var text = ""
   }

@@ -2,7 +2,7 @@ import ActorQueue
 import TestSupport
 import Testing
 
-@Suite("Events", .timeLimit(.minutes(1)))
+@Suite("Events", .timeLimit(.minutes(hangLimitMinutes)))
 struct EventTests {
   // MARK: Operation events
 

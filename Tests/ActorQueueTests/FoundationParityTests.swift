@@ -5,7 +5,7 @@ import Testing
 
 /// P2 and P3, each as one script run against OperationQueue and ActorQueue side by side, so
 /// what is the same and what differs is on record in one place.
-@Suite("Foundation parity (P2, P3)", .timeLimit(.minutes(1)))
+@Suite("Foundation parity (P2, P3)", .timeLimit(.minutes(hangLimitMinutes)))
 struct FoundationParityTests {
   // MARK: P2: cancelling a waiting op
 

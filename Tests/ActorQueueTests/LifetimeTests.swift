@@ -5,7 +5,7 @@ import Testing
 
 @testable import ActorQueue
 
-@Suite("Lifetime", .timeLimit(.minutes(1)))
+@Suite("Lifetime", .timeLimit(.minutes(hangLimitMinutes)))
 struct LifetimeTests {
   @Test("A queue is freed after its work: the actor and its core")
   func queueFreedAfterWork() async throws {

@@ -32,7 +32,7 @@ private struct GatedOps {
   }
 }
 
-@Suite("Limit", .timeLimit(.minutes(1)))
+@Suite("Limit", .timeLimit(.minutes(hangLimitMinutes)))
 struct LimitTests {
   @Test("Default limit is Int.max (unlimited); -1 is accepted as unlimited; reading returns Int.max")
   func defaultAndMinusOne() {

@@ -11,7 +11,7 @@ import Testing
 /// One worker in the process lingers at a time, and other suites run meanwhile: a test that
 /// needs a lingering worker tries again, a bounded number of times, while another queue's
 /// worker holds the one place (`attempts`).
-@Suite("Lingering workers", .timeLimit(.minutes(1)))
+@Suite("Lingering workers", .timeLimit(.minutes(hangLimitMinutes)))
 struct LingerTests {
   private let attempts = 200
 

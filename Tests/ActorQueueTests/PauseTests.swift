@@ -34,7 +34,7 @@ private final class Transfer: Sendable {
   }
 }
 
-@Suite("Pause and resume", .timeLimit(.minutes(1)))
+@Suite("Pause and resume", .timeLimit(.minutes(hangLimitMinutes)))
 struct PauseTests {
   @Test(
     "Download manager, limit 5: pausing one of two transfers lets 4 more start; resumed, it waits for a slot")

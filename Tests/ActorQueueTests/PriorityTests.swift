@@ -3,7 +3,7 @@ import Foundation
 import TestSupport
 import Testing
 
-@Suite("Priority", .timeLimit(.minutes(1)))
+@Suite("Priority", .timeLimit(.minutes(hangLimitMinutes)))
 struct PriorityTests {
   /// Added in this (shuffled) order to a suspended serial queue.
   static let script: [(String, OperationPriority)] = [

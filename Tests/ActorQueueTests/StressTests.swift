@@ -2,7 +2,7 @@ import ActorQueue
 import TestSupport
 import Testing
 
-@Suite("Stress", .timeLimit(.minutes(2)))
+@Suite("Stress", .timeLimit(.minutes(hangLimitMinutes)))
 struct StressTests {
   /// Checks a recorded trace of one queue against the rules, from the events alone.
   ///

@@ -16,7 +16,7 @@ private func submitInOrder(_ count: Int, to queue: ActorQueue, recording recorde
   }
 }
 
-@Suite("Submission", .timeLimit(.minutes(1)))
+@Suite("Submission", .timeLimit(.minutes(hangLimitMinutes)))
 struct SubmissionTests {
   @Test("addOperation { } is synchronous and consecutive calls from one thread keep their order")
   func consecutiveCallsKeepOrder() async throws {

@@ -3,7 +3,7 @@ import Foundation
 import TestSupport
 import Testing
 
-@Suite("Suspension", .timeLimit(.minutes(1)))
+@Suite("Suspension", .timeLimit(.minutes(hangLimitMinutes)))
 struct SuspensionTests {
   @Test("A suspended queue starts nothing; it runs its ops after resume")
   func suspendedRunsAfterResume() async throws {

@@ -3,7 +3,7 @@ import Foundation
 import TestSupport
 import Testing
 
-@Suite("Waiting", .timeLimit(.minutes(1)))
+@Suite("Waiting", .timeLimit(.minutes(hangLimitMinutes)))
 struct WaitingTests {
   @Test("Waiting returns: value, result, waitUntilFinished, waitUntilAllOperationsAreFinished")
   func waitingReturns() async throws {

@@ -9,7 +9,7 @@ import Testing
 /// it reaches an `OperationQueue` (cancellation, readiness, priority), and legacy batches keep
 /// their priority order. Each test runs the case on `OperationQueue` first, then through the
 /// adapter.
-@Suite(.timeLimit(.minutes(1))) struct FidelityTests {
+@Suite(.timeLimit(.minutes(hangLimitMinutes))) struct FidelityTests {
   // MARK: Item 1: cancelled by legacy code while a Foundation dependency is unfinished
 
   @Test func legacyCancelWhileAFoundationDependencyIsUnfinishedEndsTheOperation() async throws {

@@ -8,7 +8,7 @@ import Testing
 /// The Swift 5 mode fixtures (`LegacyFixtures`, styles a–f as the field writes them) run from
 /// Swift 6 code: each on an `OperationQueue`, then through the adapter, with the same outcome.
 /// Closures handed to legacy code from here are `@Sendable` and hop explicitly (Migration.md).
-@Suite(.timeLimit(.minutes(1))) struct FieldFixtureTests {
+@Suite(.timeLimit(.minutes(hangLimitMinutes))) struct FieldFixtureTests {
   enum Side: String, CaseIterable, Sendable {
     case operationQueue, adapter
   }

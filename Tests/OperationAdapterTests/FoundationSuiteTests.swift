@@ -47,7 +47,7 @@ import Testing
 ///
 /// Serialized: on Linux an `OperationQueue`'s blocked `main()` holds a thread of the pool the
 /// tests' tasks run on; the cases block at most one at a time, and only one case runs at once.
-@Suite(.serialized, .timeLimit(.minutes(1)))
+@Suite(.serialized, .timeLimit(.minutes(hangLimitMinutes)))
 struct FoundationSuiteTests {
   enum Side: String, CaseIterable, CustomTestStringConvertible, Sendable {
     case operationQueue, adapter

@@ -7,7 +7,7 @@ import Testing
 
 /// Many legacy operations at once, and blocking main()s, without starving the cooperative pool.
 @Suite struct LoadTests {
-  @Test(.timeLimit(.minutes(1)))
+  @Test(.timeLimit(.minutes(hangLimitMinutes)))
   func sixThousandAwaitedLegacyOperationsOutstandingAtOnceCompletePromptly() async throws {
     let count = 6_000
     let callbacks = LockedValue<[@Sendable (String) -> Void]>([])
@@ -47,7 +47,7 @@ import Testing
     print("6,000 legacy operations outstanding at once: \(elapsed) in all, pool probe \(probeLatency)")
   }
 
-  @Test(.timeLimit(.minutes(1)))
+  @Test(.timeLimit(.minutes(hangLimitMinutes)))
   func blockingMainsDoNotStallSwiftTasks() async throws {
     // Twice as many blocking main()s as there are cooperative threads. Were they run on the
     // cooperative pool — or on a default OperationQueue, whose Linux threads come from the same

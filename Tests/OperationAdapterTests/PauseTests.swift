@@ -6,7 +6,7 @@ import Testing
 
 /// A legacy operation has no checkpoint: pausing one that executes leaves it executing, pausing
 /// one that waits holds it, and pausing a whole queue skips the legacy operations that execute.
-@Suite("Adapter: pause", .timeLimit(.minutes(1))) struct AdapterPauseTests {
+@Suite("Adapter: pause", .timeLimit(.minutes(hangLimitMinutes))) struct AdapterPauseTests {
   @Test func pausingAnExecutingLegacyOperationLeavesItExecuting() async throws {
     let started = Gate()
     let release = DispatchSemaphore(value: 0)

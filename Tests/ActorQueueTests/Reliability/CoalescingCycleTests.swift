@@ -1,4 +1,5 @@
 import ActorQueue
+import TestSupport
 import Testing
 
 @testable import ActorQueue
@@ -6,7 +7,7 @@ import Testing
 /// A defect found while extending the random tester to coalescing (issue 12), each case a
 /// minimal deterministic reproduction that failed then: a dependency cycle through a coalesced
 /// handle was accepted, and deadlocked every operation on it.
-@Suite("Reliability: dependency cycles through coalesced work", .timeLimit(.minutes(1)))
+@Suite("Reliability: dependency cycles through coalesced work", .timeLimit(.minutes(hangLimitMinutes)))
 struct CoalescingCycleTests {
   // MARK: A dependency cycle through a coalesced handle is not refused
 

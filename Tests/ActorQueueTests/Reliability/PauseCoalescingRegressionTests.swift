@@ -8,7 +8,7 @@ import Testing
 /// each a minimal deterministic reproduction that failed then: a dropped coalesced handle lost
 /// its completion handlers and event streams and counted as cancelled; a released suspended
 /// queue left bodies paused at a checkpoint waiting forever.
-@Suite("Reliability: pause and coalescing regressions", .timeLimit(.minutes(1)))
+@Suite("Reliability: pause and coalescing regressions", .timeLimit(.minutes(hangLimitMinutes)))
 struct PauseCoalescingRegressionTests {
   /// Suspends until `operation` is in `state` (at once if it is now).
   private func reach(_ operation: AnyQueueOperation, _ state: OperationState) async {

@@ -1,4 +1,5 @@
 import DownloadManagerKit
+import TestSupport
 import Testing
 
 /// A manager over a scripted network, and its downloads added in order: `names` of `chunks`
@@ -29,7 +30,7 @@ private func finishAll(_ manager: DownloadManager, _ network: ScriptedNetwork, _
   #expect(network.openConnections == 0)
 }
 
-@Suite("Download manager", .timeLimit(.minutes(1)))
+@Suite("Download manager", .timeLimit(.minutes(hangLimitMinutes)))
 struct DownloadManagerTests {
   @Test("At most N transfer: the others wait, and start in order as transfers finish")
   func limitHolds() async throws {

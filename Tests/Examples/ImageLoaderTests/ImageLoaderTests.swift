@@ -1,5 +1,6 @@
 import Foundation
 import ImageLoaderKit
+import TestSupport
 import Testing
 
 private func url(_ name: String) -> URL { URL(string: "https://images.test/\(name)")! }
@@ -13,7 +14,7 @@ private func imageOrCancelled(_ request: ImageRequest) async throws -> Image? {
   }
 }
 
-@Suite("Image loader", .timeLimit(.minutes(1)))
+@Suite("Image loader", .timeLimit(.minutes(hangLimitMinutes)))
 struct ImageLoaderTests {
   @Test("At most 4 loads at once: the 5th fetches only when one of them has ended")
   func fourAtOnce() async throws {

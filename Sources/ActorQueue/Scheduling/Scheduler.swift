@@ -937,7 +937,10 @@ struct Scheduler: Sendable {
         effects.spawn(Spawn(queue: queue, taskPriority: queues[queue].taskPriority, worker: Worker()))
       }
     }
-    if !touched.isEmpty { touched.removeAll(keepingCapacity: true) }
+    // Emptied from the end, keeping the storage: nearly always one element, and
+    // `removeAll(keepingCapacity:)` costs a general range replacement (about 60 instructions
+    // per event, counted with callgrind) where `removeLast()` costs a few.
+    while !touched.isEmpty { touched.removeLast() }
   }
 }
 

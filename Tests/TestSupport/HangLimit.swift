@@ -7,6 +7,6 @@
 /// takes 0.16 s alone and took 20–71 s in full runs (each of its 2,000 hand-offs queues behind
 /// every other test's jobs), and CI's run kept the pool busy for 70 s of its 83. A limit of one
 /// minute failed it in CI although nothing hung (it ended 0.6 s after the load did). The limit is
-/// therefore twice the longest full run measured, under the sanitizers too (103 s); a hang still
+/// therefore nearly twice the longest full run measured, under the sanitizers too (103 s); a hang still
 /// fails the run, three minutes after it began.
 package let hangLimitMinutes = 3

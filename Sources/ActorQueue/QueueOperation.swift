@@ -76,7 +76,7 @@ public class AnyQueueOperation: Hashable, @unchecked Sendable, CustomStringConve
   /// Frees the record; what it owned is released when this function returns, outside the lock.
   /// Returns whether the caller must drain the release backlog.
   private static func releaseRecord(_ index: Int, owner: OperationID) -> Bool {
-    let released = Engine.scheduler.withLock { $0.releaseOperation(index, owner: owner) }
+    let released = Engine.scheduler.withLock { $0.releaseOperation(index, owner: owner, now: Engine.now) }
     return released.drains
   }
 

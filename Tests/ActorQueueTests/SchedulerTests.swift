@@ -292,10 +292,12 @@ struct SchedulerTests {
   }
 
   @Test(
-    "Record storage: kept while bursts of one size repeat, given back after work that used under a quarter of it"
+    "Record storage: kept while bursts of one size repeat and when the workers catch up for a moment; given back once a second or as many operations as it holds have passed without a quarter of it in use"
   )
   func recordStorageFollowsTheRecentPeak() {
     var scheduler = Scheduler()
+    let start = ContinuousClock.now
+    var clock = start
     @discardableResult
     func burst(_ count: Int) -> [Int] {
       let ids = (0..<count).map { _ in OperationID() }
@@ -305,8 +307,8 @@ struct SchedulerTests {
       for (index, id) in zip(indices, ids) {
         // Each ends (cancelled), then its handle is dropped: the handle's deinit frees it.
         var effects = SchedulerEffects()
-        scheduler.cancel(index, now: { .now }, &effects)
-        _ = scheduler.releaseOperation(index, owner: id)
+        scheduler.cancel(index, now: { clock }, &effects)
+        _ = scheduler.releaseOperation(index, owner: id, now: { clock })
       }
       return indices
     }
@@ -314,10 +316,35 @@ struct SchedulerTests {
     #expect(scheduler.operations.count == 4_000, "the first burst leaves its storage for the next")
     #expect(burst(3_000) == Array(0..<3_000), "kept storage is handed out from the lowest index up")
     #expect(scheduler.operations.count == 4_000, "a burst of about that size reuses it")
+    // Every record is free for a moment whenever the workers catch up with a burst still being
+    // added: that moment, after a single operation, must not give the storage back.
+    clock = start + .milliseconds(10)
+    burst(1)
+    #expect(
+      scheduler.operations.count == 4_000, "a moment with every record free, after little work, keeps it")
+    #expect(burst(3_000) == Array(0..<3_000), "and the rest of the burst reuses it")
+
+    // As many operations as it holds, none using a quarter of it, within the window.
+    for round in 1...399 {
+      burst(10)
+      #expect(scheduler.operations.count == 4_000, "judged after \(round * 10) operations: too few to tell")
+    }
     burst(10)
-    #expect(scheduler.operations.count == 0, "work that used under a quarter of it gives it back")
+    #expect(
+      scheduler.operations.count == 0,
+      "as many operations as it holds, none using a quarter of it, give it back")
     burst(2_000)
     #expect(scheduler.operations.count == 2_000, "and grows it again when needed")
+
+    // Little work, but a second later.
+    burst(10)
+    #expect(scheduler.operations.count == 2_000, "judged again at once: kept")
+    clock = clock + Scheduler.storageWindow - .milliseconds(1)
+    burst(10)
+    #expect(scheduler.operations.count == 2_000, "just under the window: kept")
+    clock = clock + .milliseconds(1)
+    burst(10)
+    #expect(scheduler.operations.count == 0, "once the window has passed, a little work gives it back")
   }
 
   @Test(

@@ -339,7 +339,7 @@ struct OperationRecord: Sendable {
     }
   }
 
-  /// Makes a free record (every field left as ``Scheduler/releaseOperation(_:owner:)`` leaves it)
+  /// Makes a free record (every field left as ``Scheduler/releaseOperation(_:owner:now:)`` leaves it)
   /// the record of a new operation, field by field: cheaper than assigning a whole record.
   mutating func reuse(id: OperationID, name: String?, priority: OperationPriority, work: OperationWork) {
     self.id = id
@@ -485,8 +485,14 @@ struct Scheduler: Sendable {
 
   var operations: [OperationRecord] = []
   private var freeOperations: [Int] = []
-  /// The most records live at once since all were last free (see `shrinkIfAllFree`).
+  /// The most records live at once, the records created, and when, since the storage was last
+  /// judged (see `judgeStorageIfAllFree(now:)`).
   private var peakLiveOperations = 0
+  private var createdSinceJudged = 0
+  private var storageJudgedAt: FixedInstant?
+  /// An ended operation's record was freed during this event: the storage is judged at its end
+  /// (in `settle`, which knows the time), if every record is free then.
+  private var storageMayBeFree = false
   /// `cancelAllOperations()` is ending many operations in one event: their records are not
   /// freed inline (see `cancelAll(in:now:_:)`).
   var isEndingInBulk = false
@@ -505,7 +511,7 @@ struct Scheduler: Sendable {
   /// Queues changed by the current event, whose starts `settle` decides.
   private var touched: [Int] = []
   /// Handles let go of by released operations while another thread releases a chain of them
-  /// (see ``releaseOperation(_:owner:)``).
+  /// (see ``releaseOperation(_:owner:now:)``).
   private var releaseBacklog: [Handle] = []
   private var isDrainingBacklog = false
 
@@ -518,6 +524,7 @@ struct Scheduler: Sendable {
     id: OperationID, name: String?, priority: OperationPriority, work: OperationWork
   ) -> Int {
     defer {
+      createdSinceJudged &+= 1
       let live = operations.count - freeOperations.count
       if live > peakLiveOperations { peakLiveOperations = live }
     }
@@ -542,7 +549,9 @@ struct Scheduler: Sendable {
   /// only handles a record can own after its handle is gone) go to the release backlog when
   /// another release is being drained, so a dropped chain of any length is released
   /// iteratively.
-  mutating func releaseOperation(_ index: Int, owner: OperationID) -> Released {
+  mutating func releaseOperation(
+    _ index: Int, owner: OperationID, now: () -> ContinuousClock.Instant
+  ) -> Released {
     guard operations[index].isLive, operations[index].id == owner else {
       preconditionFailure(
         "Internal inconsistency: operation record \(index) released by a handle it does not belong to")
@@ -554,6 +563,7 @@ struct Scheduler: Sendable {
       // The common case, an operation that ended.
       var effects = Effects()
       freeEnded(index, owner: owner, &effects)
+      judgeStorageIfAllFree(now: now)
       return Released(garbage: effects.garbage, drains: false)
     }
     operations[index].isLive = false
@@ -579,7 +589,7 @@ struct Scheduler: Sendable {
       operations[index].completionHandlers = []
     }
     if !operations[index].subscribers.isEmpty { operations[index].subscribers = [] }
-    shrinkIfAllFree()
+    judgeStorageIfAllFree(now: now)
     guard garbage.hasHandles else { return Released(garbage: garbage, drains: false) }
     if isDrainingBacklog {
       releaseBacklog.append(contentsOf: garbage.takeHandles())
@@ -602,34 +612,57 @@ struct Scheduler: Sendable {
     if let error = operations[index].thrownError.take() { effects.garbage.keep(error: error) }
     if !operations[index].dependencies.isEmpty { operations[index].dependencies = [] }
     if operations[index].edgePositions != nil { operations[index].edgePositions = nil }
-    shrinkIfAllFree()
+    storageMayBeFree = true
   }
 
+  /// How long the records' storage may stay underused before it is given back, whatever the
+  /// number of operations meanwhile (see `judgeStorageIfAllFree(now:)`).
+  static let storageWindow = Duration.seconds(1)
+
   /// Once no operation of the process has a record any more (every handle is gone), the records'
-  /// storage is given back if the work since the last such moment used less than a quarter of
-  /// it: memory follows the recent peak of live operations, not the largest burst ever seen, and
-  /// a workload that repeats bursts of one size keeps its storage instead of growing it again
-  /// each time (measured: regrowing the storage for 100,000 operations cost about 30 ms of CPU,
-  /// a third of running them, most of it copying and page faults under the lock). O(1)
-  /// amortised: the storage is dropped only when it is entirely free, and it held that many
-  /// records.
+  /// storage is judged. It is kept if a quarter of it or more was in use at once since it was
+  /// last judged, and given back if not, once as many operations as it holds have come and gone
+  /// since then or ``storageWindow`` has passed; until then it is judged again at the next such
+  /// moment. Memory follows the recent peak of live operations, not the largest burst ever seen,
+  /// and a workload that repeats bursts of one size keeps its storage instead of growing it again
+  /// each time (measured: regrowing the storage for 100,000 operations cost about 30 ms of CPU, a
+  /// third of running them, most of it copying and page faults under the lock). Not judged on
+  /// less work or time, because every record is also free for a moment whenever the workers
+  /// catch up with a burst that is still being added: judged at such a moment, on the few
+  /// operations since the last one, the storage was given back in the middle of the burst and
+  /// grown again at once (counted with callgrind: three rounds of 100,000 trivial operations at
+  /// limit 4 regrew it from nothing in every round, copying and destroying a record per
+  /// operation, and cost 11% more instructions). O(1) amortised: the storage is dropped only after
+  /// as many operations as it holds or after a second, and the free list is rebuilt only after a
+  /// quarter of that many operations.
   ///
   /// Kept after a burst, the free records are handed out again from the lowest index up (the
   /// free list is rebuilt in order, once per burst that used a quarter of the storage or more):
   /// left in the order the burst freed them, the next work's records were scattered over the
   /// whole storage (measured: 10,000 legacy operations after a 100,000-operation burst took
   /// 30–38 ms instead of 18–22 ms).
-  private mutating func shrinkIfAllFree() {
+  mutating func judgeStorageIfAllFree(now: () -> ContinuousClock.Instant) {
+    storageMayBeFree = false
     guard freeOperations.count == operations.count else { return }
-    defer { peakLiveOperations = 0 }
-    guard operations.count > 1024 else { return }
-    if peakLiveOperations < operations.count / 4 {
-      operations = []
-      freeOperations = []
-    } else if peakLiveOperations > 1024 {
-      freeOperations.removeAll(keepingCapacity: true)
-      freeOperations.append(contentsOf: stride(from: operations.count - 1, through: 0, by: -1))
+    if operations.count > 1024 {
+      let instant = now()
+      if peakLiveOperations >= operations.count / 4 {
+        if peakLiveOperations > 1024 {
+          freeOperations.removeAll(keepingCapacity: true)
+          freeOperations.append(contentsOf: stride(from: operations.count - 1, through: 0, by: -1))
+        }
+      } else if createdSinceJudged < operations.count, let judged = storageJudgedAt,
+        judged.instant.duration(to: instant) < Self.storageWindow
+      {
+        return  // too little work and time since it was judged to tell
+      } else {
+        operations = []
+        freeOperations = []
+      }
+      storageJudgedAt = FixedInstant(instant)
     }
+    peakLiveOperations = 0
+    createdSinceJudged = 0
   }
 
   /// The next handles to release while draining a chain; `[]` ends the drain.
@@ -937,6 +970,7 @@ struct Scheduler: Sendable {
         effects.spawn(Spawn(queue: queue, taskPriority: queues[queue].taskPriority, worker: Worker()))
       }
     }
+    if storageMayBeFree { judgeStorageIfAllFree(now: now) }
     // Emptied from the end, keeping the storage: nearly always one element, and
     // `removeAll(keepingCapacity:)` costs a general range replacement (about 60 instructions
     // per event, counted with callgrind) where `removeLast()` costs a few.

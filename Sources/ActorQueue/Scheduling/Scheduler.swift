@@ -339,8 +339,9 @@ struct OperationRecord: Sendable {
     }
   }
 
-  /// Makes a free record (every field left as ``Scheduler/releaseOperation(_:owner:now:)`` leaves it)
-  /// the record of a new operation, field by field: cheaper than assigning a whole record.
+  /// Makes a free record (every field left as ``Scheduler/releaseOperation(_:owner:now:)``
+  /// leaves it) the record of a new operation, field by field: cheaper than assigning a whole
+  /// record.
   mutating func reuse(id: OperationID, name: String?, priority: OperationPriority, work: OperationWork) {
     self.id = id
     isLive = true
@@ -632,16 +633,17 @@ struct Scheduler: Sendable {
   /// operations since the last one, the storage was given back in the middle of the burst and
   /// grown again at once (counted with callgrind: three rounds of 100,000 trivial operations at
   /// limit 4 regrew it from nothing in every round, copying and destroying a record per
-  /// operation, and cost 11% more instructions). O(1) amortised: the storage is dropped only after
-  /// as many operations as it holds or after a second, and the free list is rebuilt only after a
-  /// quarter of that many operations.
+  /// operation, and cost 11% more instructions). O(1) amortised: every record dropped was added by
+  /// an operation that found no free one, and the free list is rebuilt only after a quarter of
+  /// the storage was in use at once since the last judgement, which took that many new
+  /// operations.
   ///
   /// Kept after a burst, the free records are handed out again from the lowest index up (the
   /// free list is rebuilt in order, once per burst that used a quarter of the storage or more):
   /// left in the order the burst freed them, the next work's records were scattered over the
   /// whole storage (measured: 10,000 legacy operations after a 100,000-operation burst took
   /// 30–38 ms instead of 18–22 ms).
-  mutating func judgeStorageIfAllFree(now: () -> ContinuousClock.Instant) {
+  private mutating func judgeStorageIfAllFree(now: () -> ContinuousClock.Instant) {
     storageMayBeFree = false
     guard freeOperations.count == operations.count else { return }
     if operations.count > 1024 {

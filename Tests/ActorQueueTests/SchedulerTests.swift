@@ -348,6 +348,37 @@ struct SchedulerTests {
   }
 
   @Test(
+    "Record storage freed by the ends of operations (the queue held the last reference) is judged at the end of the event, with its time"
+  )
+  func recordStorageJudgedWhenEndsFreeTheLastRecords() {
+    var h = SchedulerHarness()
+    let q = h.makeQueue(limit: 1)
+    func runAlone(_ name: String) {
+      h.add(name, to: q)
+      h.forget(name)
+      h.end(name)
+      if h.lingering {
+        h.now += .milliseconds(1)
+        h.endLinger()
+      }
+    }
+    h.event { s, now, e in s.setSuspended(true, of: q, now: now, &e) }
+    let names = (0..<1_100).map { "op\($0)" }
+    for name in names {
+      h.add(name, to: q)
+      h.forget(name)
+    }
+    h.event { s, now, e in s.setSuspended(false, of: q, now: now, &e) }
+    for name in names { h.end(name) }
+    #expect(h.scheduler.operations.count == 1_100, "every record free after a burst that used them all: kept")
+    runAlone("just after")
+    #expect(h.scheduler.operations.count == 1_100, "one operation at once, at once: too little to tell")
+    h.now += Scheduler.storageWindow
+    runAlone("a second later")
+    #expect(h.scheduler.operations.count == 0, "one operation at once, a second later: given back")
+  }
+
+  @Test(
     "cancelAllOperations() leaves the records of handles only the queue held for their deinit: its critical section only cancels"
   )
   func cancelAllLeavesRecordsForTheDeinits() {

@@ -633,7 +633,7 @@ struct Scheduler: Sendable {
   /// operations since the last one, the storage was given back in the middle of the burst and
   /// grown again at once (counted with callgrind: three rounds of 100,000 trivial operations at
   /// limit 4 regrew it from nothing in every round, copying and destroying a record per
-  /// operation, and cost 11% more instructions). O(1) amortised: every record dropped was added by
+  /// operation, and cost 13% more instructions). O(1) amortised: every record dropped was added by
   /// an operation that found no free one, and the free list is rebuilt only after a quarter of
   /// the storage was in use at once since the last judgement, which took that many new
   /// operations.

@@ -109,13 +109,8 @@ struct SchedulerEffects: Sendable {
   typealias Handle = AnyQueueOperation
 
   private struct Lists: Sendable {
-    /// A list even for one. An inline slot was tried while a `Spawn`'s `WorkerAction` still held
-    /// a `ContinuousClock.Instant`, a resilient type whose layout is known only at run time:
-    /// every test of `lists` became a value-witness call (measured: a serial queue's operations
-    /// cost half again as much). Tried again with `FixedInstant`s, to spare an idle queue's
-    /// start this list's allocation: five latency runs of each build showed no difference
-    /// through the bench's noise (spaced p50 against `OperationQueue`'s, medians 0.78x and
-    /// 0.80x every 1 ms, 0.71x and 0.68x every 10 ms), so it stays a list.
+    /// Workers to start after the first (``SchedulerEffects/firstSpawn``): rare, an event
+    /// that frees or raises several slots at once.
     var spawns: [Spawn]?
     var resumptions: [@Sendable () -> Void]?
     var completions: [@Sendable () -> Void]?
@@ -131,12 +126,25 @@ struct SchedulerEffects: Sendable {
   }
 
   private var lists: Lists?
+  /// The first worker to start, kept inline: an idle queue's start records this and nothing
+  /// else. As a list it cost that start an array (an allocation on the submitting thread, whose
+  /// allocator cache is empty since workers free on theirs, and a free on another) and the
+  /// list's generic code. Measured with callgrind's cache simulator, caches flushed before each
+  /// call (what a request arriving every few milliseconds meets on a busy machine): an idle
+  /// queue's `addOperation` missed the last-level cache 614 times per call with the list, 552
+  /// with this slot; 9,003 instructions against 7,002. (Two earlier tries timed it instead, the
+  /// first while a `Spawn` held a resilient `ContinuousClock.Instant`, which made every test
+  /// of an inline slot a value-witness call; the second saw nothing through the bench's noise.)
+  private var firstSpawn: Spawn?
   /// An operation was made ready on a queue whose worker lingers: wake it.
   var wakeLingerer = false
   var garbage = Garbage()
 
-  /// Worker tasks to start.
-  var spawns: [Spawn]? { lists?.spawns }
+  /// Worker tasks to start, in the order recorded.
+  var spawns: [Spawn]? {
+    guard let firstSpawn else { return nil }
+    return [firstSpawn] + (lists?.spawns ?? [])
+  }
   /// Event consumers and checkpoints to resume.
   var resumptions: [@Sendable () -> Void]? { lists?.resumptions }
   /// Worker tasks to cancel.
@@ -153,7 +161,11 @@ struct SchedulerEffects: Sendable {
 
   /// Start a worker task.
   mutating func spawn(_ spawn: Spawn) {
-    recorded.spawns.append(spawn)
+    if firstSpawn == nil {
+      firstSpawn = spawn
+    } else {
+      recorded.spawns.append(spawn)
+    }
   }
 
   /// Hand `element` to an event consumer waiting for it.
@@ -226,9 +238,11 @@ struct SchedulerEffects: Sendable {
     // no list: what they let go of is released with `self`, which the caller drops right after
     // this returns, before anything else happens on this thread. Moving the lists out and
     // resetting the garbage cost such an event about 100 instructions (callgrind).
+    // A tag test: `take()` here copied the whole slot out on every event (callgrind: 38
+    // instructions per operation).
+    if case .some = firstSpawn { startWorkers() }
     if case .none = lists { return }
     let lists = lists.take()
-    if let spawns = lists?.spawns { for spawn in spawns { Engine.start(spawn) } }
     garbage = Garbage()
     guard let lists else { return }
     if let resumptions = lists.resumptions { for resumption in resumptions { resumption() } }
@@ -241,6 +255,15 @@ struct SchedulerEffects: Sendable {
     if let cancellations = lists.cancellations { for worker in cancellations { worker.cancelTask() } }
     if let externalCancels = lists.externalCancels { for work in externalCancels { work.cancel() } }
     if let first = lists.externalStart { Engine.startExternal(first, then: lists.externalStarts) }
+  }
+}
+
+extension SchedulerEffects {
+  @inline(never)
+  private mutating func startWorkers() {
+    guard let spawn = firstSpawn.take() else { return }
+    Engine.start(spawn)
+    if let spawns = lists?.spawns { for spawn in spawns { Engine.start(spawn) } }
   }
 }
 

@@ -2,10 +2,11 @@
 struct Spawn: Sendable {
   typealias Handle = AnyQueueOperation
 
-  let queue: Int
   /// `TaskPriority.rawValue`: a fixed-layout field (see `QueueRecord.taskPriority`).
   let taskPriority: UInt8?
   let worker: Worker
+  /// The queue the worker serves.
+  var queue: Int { worker.queue }
   /// Its first step, decided under the lock (an operation claimed for it), or `nil`: it claims
   /// when it runs.
   var first: WorkerAction? = nil
@@ -160,9 +161,9 @@ struct SchedulerEffects: Sendable {
   }
 
   /// Start a worker task.
-  mutating func spawn(_ spawn: Spawn) {
-    if firstSpawn == nil {
-      firstSpawn = spawn
+  mutating func spawn(_ spawn: consuming Spawn) {
+    if case .none = firstSpawn {
+      firstSpawn = consume spawn
     } else {
       recorded.spawns.append(spawn)
     }

@@ -116,7 +116,12 @@ final class Worker: Sendable {
   /// decides under the lock).
   private let pauseRequested = Atomic<Bool>(false)
 
-  init() {}
+  /// The queue this worker serves.
+  let queue: Int
+
+  init(queue: Int) {
+    self.queue = queue
+  }
 
   /// Whether a checkpoint of the operation this worker runs must take the slow path.
   var isPauseRequested: Bool { pauseRequested.load(ordering: .relaxed) }
@@ -160,8 +165,10 @@ final class Worker: Sendable {
   }
 
   /// Gives the worker its first step (before its task exists).
-  func setFirst(_ step: WorkerAction) {
-    withHandle { $0.first = step }
+  func setFirst(_ step: consuming WorkerAction) {
+    handleLock.lock()
+    defer { handleLock.unlock() }
+    handleState.first = consume step
   }
 
   /// Takes the first step, so the task does not keep it (and the body it holds) alive until the
@@ -203,22 +210,25 @@ extension Engine {
   // MARK: Workers
 
   /// Starts a worker task (an effect: called outside the lock).
-  static func start(_ spawn: Spawn) {
+  ///
+  /// The task's closure captures the worker and nothing else, so that the worker itself is the
+  /// closure's context (no context allocated per start), and the first step is moved into the
+  /// worker, not copied. Both count on an idle queue, whose every start comes here with cold
+  /// caches (see `SchedulerEffects.firstSpawn`).
+  static func start(_ spawn: consuming Spawn) {
     let worker = spawn.worker
-    let queue = spawn.queue
-    if let first = spawn.first { worker.setFirst(first) }
+    if let first = spawn.first.take() { worker.setFirst(first) }
     let task = Task.detached(priority: spawn.taskPriority.map { TaskPriority(rawValue: $0) }) {
       await $currentWorker.withValue(worker) {
         worker.bindToCurrentTask()
-        await runWorker(worker, queue: queue, first: worker.takeFirst())
+        await runWorker(worker, first: worker.takeFirst())
       }
     }
     worker.attach(task)
   }
 
-  private static func runWorker(
-    _ worker: Worker, queue: Int, first: consuming WorkerAction?
-  ) async {
+  private static func runWorker(_ worker: Worker, first: consuming WorkerAction?) async {
+    let queue = worker.queue
     var action = first ?? run { $0.workerStarted(worker, queue: queue, now: now, &$1) }
     var streak: UInt = 0
     while true {

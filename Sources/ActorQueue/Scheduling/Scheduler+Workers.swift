@@ -156,7 +156,7 @@ extension Scheduler {
       step.spawnWorker = step.spawnWorker || spawnWorker
     }
     if step.spawnWorker {
-      effects.spawn(Spawn(queue: queue, taskPriority: queues[queue].taskPriority, worker: Worker()))
+      effects.spawn(Spawn(taskPriority: queues[queue].taskPriority, worker: Worker(queue: queue)))
     }
     guard let index = step.run else {
       freeQueueIfDone(queue, &effects)

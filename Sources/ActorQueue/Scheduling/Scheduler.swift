@@ -969,14 +969,14 @@ struct Scheduler: Sendable {
       guard queues[queue].machine.needsWorker() else { continue }
       if queues[queue].machine.executing == 0 {
         queues[queue].linger.workArrived(at: now())
-        let worker = Worker()
+        let worker = Worker(queue: queue)
         let step = queues[queue].machine.workerStarted()
         let first = apply(step, worker: worker, queue: queue, &effects)
         if case .retire = first { continue }
         effects.spawn(
-          Spawn(queue: queue, taskPriority: queues[queue].taskPriority, worker: worker, first: first))
+          Spawn(taskPriority: queues[queue].taskPriority, worker: worker, first: first))
       } else {
-        effects.spawn(Spawn(queue: queue, taskPriority: queues[queue].taskPriority, worker: Worker()))
+        effects.spawn(Spawn(taskPriority: queues[queue].taskPriority, worker: Worker(queue: queue)))
       }
     }
     // An end that freed the last record leaves every record free: the storage is judged. Tested

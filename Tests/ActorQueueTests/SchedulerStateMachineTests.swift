@@ -336,3 +336,89 @@ extension SchedulerStateMachine {
     #expect(v28 == 42)
   }
 }
+
+/// Seeded random sequences of insertions, withdrawals, pops and peeks, checked step by step
+/// against a sorted list: the lone entry kept aside, the lanes' FIFO arrays and heaps, the
+/// marks of withdrawn entries and their compaction must together give exactly the model's order.
+@Suite struct ReadyQueueRandomTests {
+  private struct ModelEntry {
+    let element: Int
+    let order: UInt64
+    let priority: OperationPriority
+    let stamp: ReadyQueue<Int>.Stamp
+  }
+
+  /// Highest priority first, then lowest order: what `popFirst()` must return.
+  private static func first(_ model: [ModelEntry]) -> Int? {
+    model.min { a, b in a.priority != b.priority ? a.priority > b.priority : a.order < b.order }.map(
+      \.element)
+  }
+
+  @Test(arguments: 0..<200)
+  func agreesWithASortedListOnEveryStep(script: Int) {
+    var random = SplitMix64(seed: SplitMix64.scriptSeed(run: 0x5EAD_1E55, index: script))
+    var queue = ReadyQueue<Int>()
+    var model: [ModelEntry] = []
+    var nextOrder: UInt64 = 1_000
+    var usedOrders: Set<UInt64> = []  // orders are unique, as submission orders are
+    var nextElement = 0
+    // Scripts differ in how full the queue runs: some stay at zero or one entry (the lone
+    // entry's paths), some grow to hundreds (compaction of marks after 64 withdrawals).
+    let insertPercent = random.pick([35, 50, 65])
+    for step in 0..<600 {
+      let roll = random.below(100)
+      if roll < insertPercent {
+        // Mostly in submission order; sometimes older (an operation whose dependency ended).
+        var order = nextOrder
+        if random.chance(20) {
+          repeat { order = nextOrder - UInt64(random.below(999) + 1) } while usedOrders.contains(order)
+        } else {
+          nextOrder += 1
+        }
+        usedOrders.insert(order)
+        let priority = random.pick(OperationPriority.allCases)
+        let stamp = queue.insert(nextElement, order: order, priority: priority)
+        model.append(ModelEntry(element: nextElement, order: order, priority: priority, stamp: stamp))
+        nextElement += 1
+      } else if roll < insertPercent + 15, !model.isEmpty {
+        let victim = model.remove(at: random.below(model.count))
+        queue.remove(stamp: victim.stamp, priority: victim.priority)
+      } else if roll < insertPercent + 20 {
+        let expected = Self.first(model)
+        #expect(queue.peekFirst() == expected, "script \(script), step \(step): peek")
+      } else {
+        let expected = Self.first(model)
+        let popped = queue.popFirst()
+        #expect(popped == expected, "script \(script), step \(step): pop")
+        if let popped { model.removeAll { $0.element == popped } }
+      }
+      #expect(queue.count == model.count, "script \(script), step \(step): count")
+      if queue.count != model.count { return }
+    }
+    while let expected = Self.first(model) {
+      #expect(queue.popFirst() == expected, "script \(script): draining")
+      model.removeAll { $0.element == expected }
+    }
+    #expect(queue.isEmpty && queue.popFirst() == nil)
+  }
+
+  @Test func aLoneEntryJoinsItsLaneWhenASecondArrivesAndKeepsItsPlace() {
+    var queue = ReadyQueue<Int>()
+    _ = queue.insert(1, order: 10, priority: .low)  // kept aside
+    _ = queue.insert(2, order: 11, priority: .low)  // the first joins the low lane, before it
+    _ = queue.insert(3, order: 12, priority: .high)
+    #expect(queue.popFirst() == 3)
+    #expect(queue.popFirst() == 1)
+    #expect(queue.popFirst() == 2)
+    #expect(queue.popFirst() == nil)
+    // Withdrawn while alone, then re-inserted at another priority (a reprioritisation).
+    let stamp = queue.insert(4, order: 13, priority: .normal)
+    queue.remove(stamp: stamp, priority: .normal)
+    #expect(queue.isEmpty)
+    _ = queue.insert(4, order: 13, priority: .veryHigh)
+    _ = queue.insert(5, order: 14, priority: .high)
+    #expect(queue.peekFirst() == 4)
+    #expect(queue.popFirst() == 4)
+    #expect(queue.popFirst() == 5)
+  }
+}

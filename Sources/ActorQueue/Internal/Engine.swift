@@ -71,6 +71,18 @@ enum Engine {
   }
 }
 
+/// The address of the calling task's runtime object (0 outside a task): its identity, exact and
+/// stable while it runs. `UnsafeCurrentTask` is a reference to that object and nothing else (its
+/// `==` compares the references), but it exposes no identity except `hashValue`, whose hashing
+/// cost every worker's start about 24 last-level cache misses with cold caches (callgrind's cache
+/// simulator), more than a tenth of an idle queue's start; the address is read instead.
+/// `unsafeBitCast` checks that the sizes agree, so a future layout with more fields traps
+/// instead of comparing the wrong bits.
+@inline(__always)
+func currentTaskAddress() -> Int {
+  withUnsafeCurrentTask { task in task.map { unsafeBitCast($0, to: Int.self) } ?? 0 }
+}
+
 /// The operation whose body a task runs: what a checkpoint needs to find its record.
 struct CheckpointContext: Sendable {
   let worker: Worker
@@ -131,7 +143,7 @@ final class Worker: Sendable {
     pauseRequested.store(requested, ordering: .relaxed)
   }
 
-  /// The worker's task, as `UnsafeCurrentTask.hashValue`: a checkpoint pauses an operation only
+  /// The worker's task, as its address (``currentTaskAddress()``): a checkpoint pauses an operation only
   /// from the task that runs its body.
   private let task = Atomic<Int>(0)
   /// The record and identifier of the operation whose body the task runs; -1 and 0 between
@@ -141,7 +153,7 @@ final class Worker: Sendable {
 
   /// Records the calling task as this worker's (once, when it starts).
   func bindToCurrentTask() {
-    task.store(withUnsafeCurrentTask { $0?.hashValue ?? 0 }, ordering: .relaxed)
+    task.store(currentTaskAddress(), ordering: .relaxed)
   }
 
   /// The task starts running the body of `index`.
@@ -158,7 +170,7 @@ final class Worker: Sendable {
   /// The operation whose body the calling task runs, if the calling task is this worker's.
   func contextIfCurrentTask() -> CheckpointContext? {
     let index = runningIndex.load(ordering: .relaxed)
-    guard index >= 0, withUnsafeCurrentTask(body: { $0?.hashValue ?? 0 }) == task.load(ordering: .relaxed)
+    guard index >= 0, currentTaskAddress() == task.load(ordering: .relaxed)
     else { return nil }
     return CheckpointContext(
       worker: self, index: index, id: OperationID(rawValue: runningID.load(ordering: .relaxed)))

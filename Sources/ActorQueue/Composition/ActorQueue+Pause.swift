@@ -52,8 +52,10 @@ extension ActorQueue {
   ///   pauses here: its slot goes to the next waiting operation at once, and this call returns
   ///   only once the operation was resumed and given a slot again (or throws
   ///   `CancellationError` if it is cancelled meanwhile).
-  /// - Otherwise it returns at once. Cost when there is nothing to do: a task-local read and an
-  ///   atomic load (measured by the bench, `checkpoint`).
+  /// - Otherwise it returns at once. Cost when there is nothing to do: the task's cancellation
+  ///   check and one atomic load (a count of the operations asked to pause, process-wide), as
+  ///   long as no operation is asked to pause; while one is, a short search by task under a
+  ///   lock of its own (measured by the bench, `checkpoint`).
   ///
   /// Only the body's own task pauses its operation: called from a child task (of a `TaskGroup`
   /// in the body, say) or from an unstructured task the body created, or outside any
@@ -95,7 +97,9 @@ extension ActorQueue {
 
   /// Whether the calling operation's body is asked to pause at its next checkpoint. For bodies
   /// that prepare before they call ``checkpoint()``; `false` outside an operation's body.
-  /// Cost: an atomic load, and the scheduler's lock when a pause is asked for.
+  /// Cost: an atomic load while no operation in the process is asked to pause; otherwise a short
+  /// search by task under a lock of its own, and the scheduler's lock when the caller's
+  /// operation is the one asked.
   public nonisolated static var isPauseRequested: Bool {
     guard let context = Engine.checkpointContext() else { return false }
     return Engine.isPauseRequested(context)

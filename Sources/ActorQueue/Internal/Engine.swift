@@ -138,9 +138,56 @@ final class Worker: Sendable {
   /// Whether a checkpoint of the operation this worker runs must take the slow path.
   var isPauseRequested: Bool { pauseRequested.load(ordering: .relaxed) }
 
-  /// Set and cleared under the scheduler's lock.
+  /// Set and cleared under the scheduler's lock. A worker whose flag is set is listed in
+  /// `askedToPause`, where its body's checkpoints find it.
   func setPauseRequested(_ requested: Bool) {
+    guard pauseRequested.load(ordering: .relaxed) != requested else { return }
     pauseRequested.store(requested, ordering: .relaxed)
+    if requested {
+      Self.askedToPause.withLock { $0.append(self) }
+      Self.askedToPauseCount.add(1, ordering: .relaxed)
+    } else {
+      Self.askedToPauseCount.subtract(1, ordering: .relaxed)
+      // Taken out, and released once the list's lock is released (the caller holds a reference
+      // anyway: nothing is freed under either lock).
+      let removed = Self.askedToPause.withLock { list -> Worker? in
+        guard let position = list.firstIndex(where: { $0 === self }) else { return nil }
+        return list.remove(at: position)
+      }
+      precondition(removed != nil, "Internal inconsistency: a worker asked to pause was not listed")
+    }
+  }
+
+  // MARK: Finding the worker of a checkpoint
+
+  /// The workers whose operation is asked to pause, or paused: usually none, and at most one
+  /// per operation given a slot. A checkpoint looks its task up here.
+  ///
+  /// Why not a task-local bound to each worker's task: binding one (`TaskLocal.withValue`) cost
+  /// every worker's start its push, a check that the task is no task group's body (a walk of the
+  /// task's status records under their lock) and the pop: about 25 last-level cache misses with
+  /// cold caches (callgrind's cache simulator), which an idle queue pays on each start, before
+  /// the body runs. A checkpoint that finds nothing to do now costs one atomic load of the count
+  /// below, instead of a task-local lookup and a load; while some operation in the process is
+  /// asked to pause, checkpoints search this short list under its own lock.
+  private static let askedToPause = LockedValue<[Worker]>([])
+  /// `askedToPause.count`, readable without the lock: the checkpoint's fast path.
+  private static let askedToPauseCount = Atomic<Int>(0)
+
+  /// Whether this worker is listed as asked to pause (for tests: it must be exactly when its
+  /// flag is set).
+  var isListedAsAskedToPause: Bool {
+    Self.askedToPause.withLock { list in list.contains { $0 === self } }
+  }
+
+  /// The worker whose task is the calling task, if its operation is asked to pause (or is
+  /// paused). Only the body's own task qualifies: a child task, or an unstructured task the
+  /// body created, has another address.
+  static func askedToPauseForCurrentTask() -> Worker? {
+    guard askedToPauseCount.load(ordering: .relaxed) > 0 else { return nil }
+    let task = currentTaskAddress()
+    guard task != 0 else { return nil }
+    return askedToPause.withLock { list in list.first { $0.task.load(ordering: .relaxed) == task } }
   }
 
   /// The worker's task, as its address (``currentTaskAddress()``): a checkpoint pauses an operation only
@@ -231,10 +278,8 @@ extension Engine {
     let worker = spawn.worker
     if let first = spawn.first.take() { worker.setFirst(first) }
     let task = Task.detached(priority: spawn.taskPriority.map { TaskPriority(rawValue: $0) }) {
-      await $currentWorker.withValue(worker) {
-        worker.bindToCurrentTask()
-        await runWorker(worker, first: worker.takeFirst())
-      }
+      worker.bindToCurrentTask()
+      await runWorker(worker, first: worker.takeFirst())
     }
     worker.attach(task)
   }
@@ -299,18 +344,13 @@ extension Engine {
 
   // MARK: Checkpoints
 
-  /// The worker whose task runs the current code, for ``ActorQueue/checkpoint()``: bound once
-  /// per worker task (not once per operation: that would cost every operation a task-local
-  /// push), and inherited by the tasks its bodies create.
-  @TaskLocal static var currentWorker: Worker?
-
   /// The operation whose body the calling task runs, if a checkpoint there must take the slow
   /// path (a pause is asked for, or it is paused). Only the body's own task (the worker's)
-  /// qualifies: a child task or an unstructured task that a body created inherits the worker
-  /// but not the right to pause its operation (it may outlive it).
+  /// qualifies: a child task or an unstructured task that a body created may run beside it or
+  /// outlive it, so it cannot give the operation's slot back. Cost: one atomic load while no
+  /// operation in the process is asked to pause (see `Worker.askedToPause`).
   static func checkpointContext() -> CheckpointContext? {
-    guard let worker = currentWorker, worker.isPauseRequested else { return nil }
-    return worker.contextIfCurrentTask()
+    Worker.askedToPauseForCurrentTask()?.contextIfCurrentTask()
   }
 
   /// Tells apart the tasks suspended at checkpoints.

@@ -2,11 +2,11 @@ import ActorQueue
 
 /// What `ActorQueue.checkpoint()` costs when it finds nothing to do (issue 12: "costs next to
 /// nothing"): N calls in a loop, timed,
-/// - `in a body`: in an operation's body (the case it is made for: a task-local read, finding
-///   the body's operation, and an atomic load of its worker's pause flag),
+/// - `in a body`: in an operation's body (the case it is made for: an atomic load of the number
+///   of operations asked to pause, process-wide, which is 0 here),
 /// - `in a body, hooks`: the same with `onPause:`/`onResume:` closures (neither runs),
-/// - `outside a body`: in a task that is no operation's body (a task-local read that finds
-///   nothing; only the task's cancellation is checked).
+/// - `outside a body`: in a task that is no operation's body (the same load; only the task's
+///   cancellation is checked).
 /// Each also checks the task's cancellation (`Task.checkCancellation()`). Two rows each: `time`,
 /// the wall-clock time of the loop (a throughput row whose `n` is the number of calls: with
 /// 1,000,000 calls, milliseconds read as nanoseconds per call), and `cpu/call`, the process's CPU

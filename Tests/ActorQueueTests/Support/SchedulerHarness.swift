@@ -195,8 +195,14 @@ struct SchedulerHarness {
   }
 
   /// Whether the worker running `name` has its pause flag set (what a checkpoint reads first).
+  /// Also checks that the worker is listed where checkpoints look for it exactly when its flag
+  /// is set (`Worker.askedToPause`).
   func pauseFlag(_ name: String) -> Bool {
-    scheduler.operations[index(name)].worker?.isPauseRequested ?? false
+    guard let worker = scheduler.operations[index(name)].worker else { return false }
+    let flag = worker.isPauseRequested
+    #expect(
+      worker.isListedAsAskedToPause == flag, "\(name)'s worker is listed for checkpoints iff its flag is set")
+    return flag
   }
 
   private mutating func record(_ effects: SchedulerEffects) {

@@ -213,7 +213,7 @@ public actor ActorQueue {
       let id = OperationID()
       let record = scheduler.createOperation(id: id, name: name, priority: priority, work: work)
       let operation = type.init(id: id, name: name, recordIndex: record)
-      scheduler.submit(operation, inputs: [], to: index, now: Engine.now, &effects)
+      scheduler.submit(operation, to: index, now: Engine.now, &effects)
       return operation
     }
   }

@@ -28,6 +28,15 @@ extension Scheduler {
     settle(now: now, &effects)
   }
 
+  /// Adds a new operation that has no inputs, in one step (``ActorQueue/addOperation(name:priority:_:)``):
+  /// it can neither close a cycle nor have started.
+  mutating func submit(
+    _ handle: Handle, to queue: Int, now: () -> ContinuousClock.Instant, _ effects: inout Effects
+  ) {
+    enqueue(handle, into: queue, &effects)
+    settle(now: now, &effects)
+  }
+
   /// Adds a new operation whose typed inputs are `inputs`, in one step: it can neither close a
   /// cycle (nothing waits for it yet) nor have started. If an input has failed or been
   /// cancelled already, it ends at once, in the queue's order of events, without running.
@@ -77,16 +86,24 @@ extension Scheduler {
     queues[queue].last = index
     queues[queue].unfinishedCount += 1
     if operations[index].external != nil { queues[queue].hasExternalWork = true }
+    if !queues[queue].barriers.isEmpty { waitForBarriers(index, of: queue, &effects) }
+    if operations[index].unfinishedDependencies == 0 && !operations[index].pauseHeld {
+      makeReady(index, &effects)
+    } else if !queues[queue].subscribers.isEmpty {
+      emitState(of: index, .pending, in: queue, &effects)
+    }
+  }
+
+  /// `index`, just added to `queue`, waits for every unfinished barrier of the queue. Out of
+  /// line: few queues have barriers, and an idle queue's start touches only what it runs (see
+  /// ``settle(now:_:)``).
+  @inline(never)
+  private mutating func waitForBarriers(_ index: Int, of queue: Int, _ effects: inout Effects) {
     for barrier in queues[queue].barriers {
       guard let barrierHandle = operations[barrier].enqueuedHandle else {
         preconditionFailure("Internal inconsistency: an unfinished barrier left its queue")
       }
       link(barrierHandle, to: index, part: .barrier, &effects)
-    }
-    if operations[index].unfinishedDependencies == 0 && !operations[index].pauseHeld {
-      makeReady(index, &effects)
-    } else if !queues[queue].subscribers.isEmpty {
-      emitState(of: index, .pending, in: queue, &effects)
     }
   }
 

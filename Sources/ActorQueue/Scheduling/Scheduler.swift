@@ -651,6 +651,7 @@ struct Scheduler: Sendable {
   /// left in the order the burst freed them, the next work's records were scattered over the
   /// whole storage (measured: 10,000 legacy operations after a 100,000-operation burst took
   /// 30–38 ms instead of 18–22 ms).
+  @inline(never)
   private mutating func judgeStorageIfAllFree(now: () -> ContinuousClock.Instant) {
     guard freeOperations.count == operations.count else { return }
     if operations.count > 1024 {
@@ -945,23 +946,11 @@ struct Scheduler: Sendable {
       let queue = touched[position]
       position += 1
       queues[queue].isTouched = false
-      if queues[queue].hasExcessRequests { withdrawUnneededExcessRequests(in: queue) }
-      // A paused body given a slot continues on the task it paused in: no worker needed.
-      while queues[queue].pausedInReady > 0, queues[queue].machine.canStartNow,
-        let head = queues[queue].machine.peekReady(), isPausedInBody(head)
-      {
-        _ = queues[queue].machine.claimWithoutWorker()
-        grantSlot(toPaused: head, &effects)
-      }
-      // External work runs elsewhere and needs no worker: it is given its slot here and
-      // started once the lock is released, on this thread (see `Engine.startExternal`).
-      if queues[queue].hasExternalWork {
-        while queues[queue].machine.canStartNow, let head = queues[queue].machine.peekReady(),
-          operations[head].external != nil, operations[head].worker == nil
-        {
-          _ = queues[queue].machine.claimWithoutWorker()
-          startExternalInSlot(head, &effects)
-        }
+      // The rare cases are out of line, so that the common path (an idle queue's start, above
+      // all) is compact: with cold caches, what a start costs is the cache lines it touches, and
+      // with them inline the whole of this function was touched (callgrind's cache simulator).
+      if queues[queue].hasExcessRequests || queues[queue].pausedInReady > 0 || queues[queue].hasExternalWork {
+        startWithoutWorkers(queue, &effects)
       }
       if queues[queue].machine.readyCount > 0, queues[queue].machine.isLingering {
         effects.wakeLingerer = true
@@ -987,6 +976,31 @@ struct Scheduler: Sendable {
     // `removeAll(keepingCapacity:)` costs a general range replacement (about 60 instructions
     // per event, counted with callgrind) where `removeLast()` costs a few.
     while !touched.isEmpty { touched.removeLast() }
+  }
+
+  /// The starts of `queue` that need no worker: requests to pause the excess that are no longer
+  /// needed are withdrawn, paused bodies given a slot continue on their own tasks, and external
+  /// work is given its slot (started once the lock is released, on this thread: see
+  /// `Engine.startExternal`).
+  @inline(never)
+  private mutating func startWithoutWorkers(_ queue: Int, _ effects: inout Effects) {
+    if queues[queue].hasExcessRequests { withdrawUnneededExcessRequests(in: queue) }
+    // A paused body given a slot continues on the task it paused in: no worker needed.
+    while queues[queue].pausedInReady > 0, queues[queue].machine.canStartNow,
+      let head = queues[queue].machine.peekReady(), isPausedInBody(head)
+    {
+      _ = queues[queue].machine.claimWithoutWorker()
+      grantSlot(toPaused: head, &effects)
+    }
+    // External work runs elsewhere and needs no worker.
+    if queues[queue].hasExternalWork {
+      while queues[queue].machine.canStartNow, let head = queues[queue].machine.peekReady(),
+        operations[head].external != nil, operations[head].worker == nil
+      {
+        _ = queues[queue].machine.claimWithoutWorker()
+        startExternalInSlot(head, &effects)
+      }
+    }
   }
 }
 

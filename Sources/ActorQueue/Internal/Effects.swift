@@ -260,6 +260,7 @@ struct SchedulerEffects: Sendable {
 }
 
 extension SchedulerEffects {
+  /// Starts the workers recorded, in order: out of line, since most events start none.
   @inline(never)
   private mutating func startWorkers() {
     guard let spawn = firstSpawn.take() else { return }

@@ -59,8 +59,8 @@ struct ReadyQueue<Element> {
       guard let fifoHead else { return nil }
       head += 1
       if head == fifo.count {
-        // Nearly always one entry (an idle queue's start): `removeLast()` costs a few
-        // instructions where `removeAll(keepingCapacity:)` runs a general range replacement.
+        // Often one entry: `removeLast()` costs a few instructions where
+        // `removeAll(keepingCapacity:)` runs a general range replacement.
         if head == 1 { fifo.removeLast() } else { fifo.removeAll(keepingCapacity: true) }
         head = 0
       } else if head >= 1024 && head * 2 >= fifo.count {

@@ -216,11 +216,11 @@ final class Worker: Sendable {
     runningIndex.store(-1, ordering: .relaxed)
   }
 
-  /// The operation whose body the calling task runs, if the calling task is this worker's.
-  func contextIfCurrentTask() -> CheckpointContext? {
+  /// The operation whose body this worker's task runs, if any. Called from that task (a
+  /// checkpoint found this worker by the calling task's address).
+  func runningContext() -> CheckpointContext? {
     let index = runningIndex.load(ordering: .relaxed)
-    guard index >= 0, currentTaskAddress() == task.load(ordering: .relaxed)
-    else { return nil }
+    guard index >= 0 else { return nil }
     return CheckpointContext(
       worker: self, index: index, id: OperationID(rawValue: runningID.load(ordering: .relaxed)))
   }
@@ -354,7 +354,7 @@ extension Engine {
   /// outlive it, so it cannot give the operation's slot back. Cost: one atomic load while no
   /// operation in the process is asked to pause (see `Worker.askedToPause`).
   static func checkpointContext() -> CheckpointContext? {
-    Worker.askedToPauseForCurrentTask()?.contextIfCurrentTask()
+    Worker.askedToPauseForCurrentTask()?.runningContext()
   }
 
   /// Tells apart the tasks suspended at checkpoints.

@@ -48,8 +48,7 @@ extension Scheduler {
     for input in inputs where !operations[index].state.isTerminal {
       link(input, to: index, part: .input, &effects)
     }
-    enqueue(handle, into: queue, &effects)
-    settle(now: now, &effects)
+    submit(handle, to: queue, now: now, &effects)
   }
 
   /// Adds `barrier` behind every unfinished operation of `queue`; operations added later wait

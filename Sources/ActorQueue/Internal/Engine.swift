@@ -104,7 +104,7 @@ struct CheckpointContext: Sendable {
 /// new task takes its first step while the thread that created it attaches the task handle.
 final class Worker: Sendable {
   private struct Handle {
-    var task: Task<Void, Never>?
+    var task: Task<Void, any Error>?
     var cancelPending = false
     var retired = false
     /// The first step, until the task takes it.
@@ -239,7 +239,7 @@ final class Worker: Sendable {
   }
 
   /// Records the task right after it was created; cancels it if that was asked for meanwhile.
-  func attach(_ task: Task<Void, Never>) {
+  func attach(_ task: Task<Void, any Error>) {
     let cancel = withHandle { handle in
       guard !handle.retired else { return false }
       handle.task = task
@@ -278,19 +278,40 @@ extension Engine {
   /// on an idle queue, whose every start comes here with cold caches (see
   /// `SchedulerEffects.firstSpawn`). (Passing the method `worker.run` instead of a closure was
   /// measured too: Swift then allocates two contexts, not one.)
+  ///
+  /// The task is created throwing although its closure never throws: a non-throwing task's
+  /// closure reaches the runtime through two reabstraction thunks (to a throwing closure with an
+  /// indirect result), which cost an allocation here and two extra frames on the worker before
+  /// its first body ran; a throwing closure is passed as it is.
   static func start(_ spawn: consuming Spawn) {
     let worker = spawn.worker
     if let first = spawn.first.take() { worker.setFirst(first) }
-    let task = Task.detached(priority: spawn.taskPriority.map { TaskPriority(rawValue: $0) }) {
+    let priority = spawn.taskPriority.map { TaskPriority(rawValue: $0) }
+    let task = Task<Void, any Error>.detached(priority: priority) { () async throws -> Void in
       worker.bindToCurrentTask()
-      await runWorker(worker, first: worker.takeFirst())
+      await runWorker(worker)
     }
     worker.attach(task)
   }
 
-  private static func runWorker(_ worker: Worker, first: consuming WorkerAction?) async {
-    let queue = worker.queue
-    var action = first ?? run { $0.workerStarted(worker, queue: queue, now: now, &$1) }
+  /// The worker task's loop. Every step that takes the lock is a synchronous function kept out
+  /// of line (`workerStarted(_:)` and the three after it), so that its effects value, its
+  /// closures and its scratch live on the thread's stack for the length of the critical section,
+  /// not in this function's async frame for the task's whole life: inlined here, the four steps
+  /// made that frame 1,712 bytes, more than the task allocator's first slab holds, so every
+  /// worker task allocated two slabs more with `malloc` before its first body ran (three in all,
+  /// against one for a bare task), and each step's closures were task allocations too.
+  ///
+  /// The first step is taken here, from the worker, and moved into `action` by a `switch` on the
+  /// taken value, not passed in as a parameter: binding a parameter with `if let` copies it, and
+  /// the parameter then kept the first body alive until the worker retired (the lifetime tests
+  /// caught it).
+  private static func runWorker(_ worker: Worker) async {
+    var action: WorkerAction
+    switch worker.takeFirst() {
+    case .some(let first): action = first
+    case .none: action = workerStarted(worker)
+    }
     var streak: UInt = 0
     while true {
       switch consume action {
@@ -303,24 +324,20 @@ extension Engine {
         streak &+= 1
         // Every 4,096 operations in a row, give the thread away once: a queue of short
         // operations must not monopolise a thread of the cooperative pool.
-        let yieldAfter = streak % 4096 == 0
-        action = run {
-          $0.operationEnded(
-            operation, worker: worker, queue: queue, outcome: outcome, yieldAfter: yieldAfter, now: now, &$1)
-        }
+        action = operationEnded(operation, worker: worker, outcome: outcome, yieldAfter: streak % 4096 == 0)
       case .start(let operation, let id, let work):
         startExternal(ExternalStartEffect(index: operation, id: id, work: work))
-        action = run { $0.claimNext(worker, queue: queue, now: now, &$1) }
+        action = claimNext(worker)
       case .yieldThenContinue:
         await Task.yield()
-        action = run { $0.workerStarted(worker, queue: queue, now: now, &$1) }
+        action = workerStarted(worker)
       case .linger(let since):
         // Polls without the lock: an operation made ready on this queue sets the flag.
         await Task.yield()
         let start = since.instant
         if lingererWake.load(ordering: .acquiring) || start.duration(to: .now) >= LingerPolicy.window {
           lingererWake.store(false, ordering: .relaxed)
-          action = run { $0.lingerEnded(worker, queue: queue, since: start, now: now, &$1) }
+          action = lingerEnded(worker, since: start)
         } else {
           action = .linger(since: since)
         }
@@ -329,6 +346,34 @@ extension Engine {
         return
       }
     }
+  }
+
+  // MARK: The worker's steps under the lock (see `runWorker`)
+
+  @inline(never)
+  private static func workerStarted(_ worker: Worker) -> WorkerAction {
+    run { $0.workerStarted(worker, queue: worker.queue, now: now, &$1) }
+  }
+
+  @inline(never)
+  private static func operationEnded(
+    _ operation: Int, worker: Worker, outcome: OutcomeBox, yieldAfter: Bool
+  ) -> WorkerAction {
+    run {
+      $0.operationEnded(
+        operation, worker: worker, queue: worker.queue, outcome: outcome, yieldAfter: yieldAfter, now: now,
+        &$1)
+    }
+  }
+
+  @inline(never)
+  private static func claimNext(_ worker: Worker) -> WorkerAction {
+    run { $0.claimNext(worker, queue: worker.queue, now: now, &$1) }
+  }
+
+  @inline(never)
+  private static func lingerEnded(_ worker: Worker, since: ContinuousClock.Instant) -> WorkerAction {
+    run { $0.lingerEnded(worker, queue: worker.queue, since: since, now: now, &$1) }
   }
 
   /// Runs `body` and releases it before returning its outcome.

@@ -13,8 +13,9 @@ import Synchronization
 /// it (measured on two cores: another queue's request waited at most 11–14 ms while 100,000 waiting
 /// operations were cancelled; README, "How it works").
 ///
-/// Nested locking: only `EventChannel`'s own leaf lock is ever taken inside this one (a worker's
-/// handle lock is taken outside it).
+/// Nested locking: only two leaf locks are ever taken inside this one, `EventChannel`'s own and
+/// the list of workers asked to pause (`Worker.askedToPause`, by `setPauseRequested`); a worker's
+/// handle lock is taken outside it.
 enum Engine {
   static let scheduler = LockedValue(Scheduler())
 

@@ -18,7 +18,9 @@
 // - Starts are decided once per event, at its end (`settle`): an event changes the ready sets
 //   first (a batch is submitted whole, every cancellation of `cancelAllOperations()` is done)
 //   and only then are operations claimed and workers asked for. So a batch is scheduled by
-//   priority, and nothing that the same event is about to cancel can start.
+//   priority, and nothing that the same event is about to cancel can start. One shortcut: an
+//   operation added alone to an idle queue, where nothing else could happen in that event, is
+//   enqueued and claimed for a new worker in one step (`startOnIdle`), to the same outcome.
 // - Time is an input: the events that may decide about lingering take `now`; tests drive it
 //   (`SchedulerTests`, and the random tester on the value).
 // - Pausing (`Scheduler+Pause.swift`) and coalescing (`Scheduler+Coalescing.swift`) are events
@@ -375,6 +377,33 @@ struct OperationRecord: Sendable {
     }
   }
 
+  /// Whether this operation, new, may start on an idle queue in one step
+  /// (`Scheduler.startOnIdle`): nothing waits on it and it waits on nothing.
+  var startsAlone: Bool {
+    state == .pending && !wasEnqueued && external == nil && !hasExtras && subscribers.isEmpty
+      && unfinishedDependencies == 0 && !pauseHeld
+  }
+
+  /// Enqueues this new operation on `queue` and moves it to `.executing` on `worker`, in one
+  /// access to the record (`Scheduler.startOnIdle`); returns the worker's first step.
+  mutating func startAlone(
+    as index: Int, in queue: Int, order: UInt64, startOrder: UInt64, previous: Int, handle: AnyQueueOperation,
+    worker: Worker
+  ) -> WorkerAction {
+    guard let body = body.take() else {
+      preconditionFailure("Internal inconsistency: \(id) was claimed twice")
+    }
+    wasEnqueued = true
+    self.queue = queue
+    self.order = order
+    self.startOrder = startOrder
+    enqueuedHandle = handle
+    previousInQueue = previous
+    self.worker = worker
+    state = .executing
+    return .run(operation: index, id: id, body: body)
+  }
+
   /// The error this operation ended with, if it did not finish.
   var failure: (any Error)? {
     if case .failure(let error) = outcome?.value { return error }
@@ -474,6 +503,22 @@ struct QueueRecord: Sendable {
   /// look for external work at the head of the ready set.
   var hasExternalWork = false
 
+  /// Whether an operation added now may start in one step (`Scheduler.startOnIdle`), as far as
+  /// this record knows; the start rule decides the rest (`SchedulerStateMachine.startOnIdle()`).
+  var admitsIdleStart: Bool {
+    barriers.isEmpty && subscribers.isEmpty && !hasExcessRequests && pausedInReady == 0
+  }
+
+  /// Appends `index`, started at once on this idle queue, to the queue's order; returns the
+  /// operation it follows (-1: none).
+  mutating func appendStarted(_ index: Int, now: () -> ContinuousClock.Instant) -> Int {
+    let previous = last
+    if previous < 0 { first = index }
+    last = index
+    unfinishedCount += 1
+    linger.workArrived(at: now())
+    return previous
+  }
 }
 
 /// Identifies a queue's record: its index, and the generation that tells it from a later queue

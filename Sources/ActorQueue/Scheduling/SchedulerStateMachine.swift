@@ -100,6 +100,17 @@ struct SchedulerStateMachine<Element> {
     isSuspended = suspended
   }
 
+  /// An operation arrives on an idle queue (nothing executing, nothing ready, no worker starting
+  /// or lingering, not suspended): it takes a slot at once, for a new worker that starts with it.
+  /// The same outcome as ``insertReady(_:order:priority:)``, ``needsWorker()`` and the new
+  /// worker's ``workerStarted()`` in a row, in one step; returns `false`, changing nothing, when
+  /// the queue is not idle.
+  mutating func startOnIdle() -> Bool {
+    guard startingWorkers == 0, executing == 0, ready.isEmpty, !isSuspended else { return false }
+    executing = 1
+    return true
+  }
+
   /// A worker task began to run: it claims the next operation, or retires.
   mutating func workerStarted() -> WorkerStep {
     precondition(startingWorkers > 0, "Internal inconsistency: a worker started that was not asked for")

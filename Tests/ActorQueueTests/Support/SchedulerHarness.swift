@@ -79,13 +79,13 @@ struct SchedulerHarness {
     return result
   }
 
-  /// Prepares and submits operations one call each, as `addOperation` does.
+  /// Prepares and submits operations one call each, as `addOperation` does: through the
+  /// single-operation submission, which starts an idle queue in one step
+  /// (`Scheduler.startOnIdle`).
   mutating func add(_ names: String..., priority: OperationPriority = .normal, to queue: Int) {
     for name in names {
       let handle = makeOperation(name, priority: priority)
-      try! event { scheduler, now, effects throws(ActorQueueError) in
-        try scheduler.submit([handle], to: queue, now: now, &effects)
-      }
+      event { scheduler, now, effects in scheduler.submit(handle, to: queue, now: now, &effects) }
     }
   }
 

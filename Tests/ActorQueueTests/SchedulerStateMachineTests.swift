@@ -282,11 +282,29 @@ extension SchedulerStateMachine {
   }
 }
 
+@Suite struct SchedulerInstantTests {
+  @Test("The scheduler's instants never go back, and move by durations to the nanosecond")
+  func instantsAreMonotonicIntegers() {
+    let first = SchedulerInstant.now()
+    let second = SchedulerInstant.now()
+    #expect(first <= second)
+    #expect(first.advanced(by: .microseconds(100)).nanoseconds == first.nanoseconds + 100_000)
+    #expect((first + .seconds(2) - .milliseconds(1)).nanoseconds == first.nanoseconds + 1_999_000_000)
+    #expect(first.duration(to: first + .nanoseconds(42)) == .nanoseconds(42))
+    #expect(Duration.seconds(-1).wholeNanoseconds == -1_000_000_000)
+    #expect(Duration.microseconds(-250).wholeNanoseconds == -250_000)
+    #expect(
+      Duration(secondsComponent: 3, attosecondsComponent: 1_500_000_000).wholeNanoseconds == 3_000_000_001)
+    #expect(LingerPolicy.window == .microseconds(100))
+    #expect(Scheduler.storageWindow == .seconds(1))
+  }
+}
+
 @Suite struct LingerPolicyTests {
   @Test func aQueueLingersOnlyAfterAShortIdleSpell() {
     var policy = LingerPolicy()
     #expect(!policy.lingerPays, "nothing is known of a new queue")
-    let start = ContinuousClock.now
+    let start = SchedulerInstant.now()
     policy.wentIdle(at: start)
     policy.workArrived(at: start.advanced(by: .microseconds(10)))
     #expect(policy.lingerPays)
@@ -305,9 +323,9 @@ extension SchedulerStateMachine {
     policy.observe(idleSpell: LingerPolicy.window)  // lingered the whole window: no work came
     #expect(!policy.lingerPays)
     // Arrivals with no idle spell on record (the queue was not idle, or a linger ran out) teach nothing.
-    policy.workArrived(at: .now)
+    policy.workArrived(at: .now())
     #expect(!policy.lingerPays)
-    let start = ContinuousClock.now
+    let start = SchedulerInstant.now()
     policy.wentIdle(at: start)
     policy.workArrived(at: start.advanced(by: .microseconds(1)))
     #expect(policy.lingerPays)

@@ -296,7 +296,7 @@ struct SchedulerTests {
   )
   func recordStorageFollowsTheRecentPeak() {
     var scheduler = Scheduler()
-    let start = ContinuousClock.now
+    let start = SchedulerInstant.now()
     var clock = start
     @discardableResult
     func burst(_ count: Int) -> [Int] {

@@ -25,7 +25,7 @@ enum Engine {
   static let lingererWake = Atomic<Bool>(false)
 
   /// The clock every event reads "now" from; the scheduler value itself only takes instants.
-  static func now() -> ContinuousClock.Instant { .now }
+  static func now() -> SchedulerInstant { .now() }
 
   /// Runs an event under the lock, then performs the effects it recorded.
   @inline(__always)
@@ -335,10 +335,11 @@ extension Engine {
       case .linger(let since):
         // Polls without the lock: an operation made ready on this queue sets the flag.
         await Task.yield()
-        let start = since.instant
-        if lingererWake.load(ordering: .acquiring) || start.duration(to: .now) >= LingerPolicy.window {
+        if lingererWake.load(ordering: .acquiring)
+          || SchedulerInstant.now().nanoseconds &- since.nanoseconds >= LingerPolicy.windowNanoseconds
+        {
           lingererWake.store(false, ordering: .relaxed)
-          action = lingerEnded(worker, since: start)
+          action = lingerEnded(worker, since: since)
         } else {
           action = .linger(since: since)
         }
@@ -373,7 +374,7 @@ extension Engine {
   }
 
   @inline(never)
-  private static func lingerEnded(_ worker: Worker, since: ContinuousClock.Instant) -> WorkerAction {
+  private static func lingerEnded(_ worker: Worker, since: SchedulerInstant) -> WorkerAction {
     run { $0.lingerEnded(worker, queue: worker.queue, since: since, now: now, &$1) }
   }
 

@@ -16,51 +16,36 @@ struct LingerPolicy {
   /// How long a worker lingers at most: about what the wake-up it saves costs, so that a
   /// linger that goes unused costs about as much as it would have saved (spin, then block, as
   /// adaptive locks do).
-  static let window: Duration = .microseconds(100)
-
-  /// Half the window, computed once (a `Duration` division is 128-bit arithmetic).
-  static let halfWindow: Duration = window / 2
+  static let window: Duration = .nanoseconds(windowNanoseconds)
+  /// ``window`` in nanoseconds: what the decisions compare (integer arithmetic, see
+  /// ``SchedulerInstant``).
+  static let windowNanoseconds: Int64 = 100_000
 
   /// When the queue went idle with no worker lingering; `nil` once work arrived.
-  private var idleSince: FixedInstant?
+  private var idleSince: SchedulerInstant?
   /// Whether the next worker to find the queue idle should linger.
   private(set) var lingerPays = false
 
   /// The last worker ended with the queue idle, at `now`, without lingering.
-  mutating func wentIdle(at now: ContinuousClock.Instant) {
-    idleSince = FixedInstant(now)
+  mutating func wentIdle(at now: SchedulerInstant) {
+    idleSince = now
   }
 
   /// An operation was made ready on an idle queue with no worker lingering, at `now`.
-  mutating func workArrived(at now: ContinuousClock.Instant) {
+  mutating func workArrived(at now: SchedulerInstant) {
     guard let idleSince else { return }
-    observe(idleSpell: now - idleSince.instant)
+    observe(idleSpellNanoseconds: now.nanoseconds &- idleSince.nanoseconds)
   }
 
   /// The queue was idle for `idleSpell`: measured by a lingering worker that found work after
   /// that long (or the whole window when none came), or by ``workArrived(at:)``.
-  mutating func observe(idleSpell: Duration) {
+  mutating func observe(idleSpellNanoseconds idleSpell: Int64) {
     idleSince = nil
-    lingerPays = idleSpell < Self.halfWindow
-  }
-}
-
-/// An instant of `ContinuousClock` with a layout known at compile time: its distance from a
-/// fixed instant of the process, a `Duration`.
-///
-/// `ContinuousClock.Instant` is a resilient type, whose layout is known only at run time: a
-/// scheduling record or worker step that holds one is copied, tested and switched over through
-/// value-witness calls (measured: a worker step holding one made the switch over it a runtime
-/// call per operation, and a queue record holding one slowed every access to the records).
-struct FixedInstant: Sendable {
-  /// The instant all others are measured from, taken once.
-  private static let epoch = ContinuousClock.now
-
-  private let sinceEpoch: Duration
-
-  init(_ instant: ContinuousClock.Instant) {
-    sinceEpoch = Self.epoch.duration(to: instant)
+    lingerPays = idleSpell < Self.windowNanoseconds / 2
   }
 
-  var instant: ContinuousClock.Instant { Self.epoch + sinceEpoch }
+  /// ``observe(idleSpellNanoseconds:)`` given a `Duration`.
+  mutating func observe(idleSpell: Duration) {
+    observe(idleSpellNanoseconds: idleSpell.wholeNanoseconds)
+  }
 }

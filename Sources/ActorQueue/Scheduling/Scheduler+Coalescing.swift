@@ -34,7 +34,7 @@ extension Scheduler {
   mutating func submitCoalesced(
     key: CoalescingKey, hash: Int, version: UInt64, match: CoalescingBucket.Entry?, resultType: Any.Type,
     name: String?, priority: OperationPriority, work: OperationWork, to queue: Int,
-    makeHandle: (OperationID, Int) -> Handle, now: () -> ContinuousClock.Instant, _ effects: inout Effects
+    makeHandle: (OperationID, Int) -> Handle, now: () -> SchedulerInstant, _ effects: inout Effects
   ) -> CoalescingOutcome {
     guard (queues[queue].coalesced[hash]?.version ?? 0) == version else { return .retry }
     let leader: Int

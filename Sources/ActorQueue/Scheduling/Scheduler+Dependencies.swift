@@ -31,7 +31,7 @@ extension Scheduler {
   ///   `dependency` already waits for `dependent`, directly or not. Nothing changes then.
   mutating func addDependency(
     _ dependency: Handle, to dependent: Int, requirement: DependencyRequirement,
-    now: () -> ContinuousClock.Instant, _ effects: inout Effects
+    now: () -> SchedulerInstant, _ effects: inout Effects
   ) throws(ActorQueueError) {
     guard !operations[dependent].hasExtras || operations[dependent].leader < 0 else {
       throw .joinedSharedWork
@@ -120,7 +120,7 @@ extension Scheduler {
   /// `removeDependency`: removes the explicit part of an edge; a typed input and the queue's
   /// barrier ordering stay. No effect once `dependent` has started.
   mutating func removeDependency(
-    _ dependency: Int, from dependent: Int, now: () -> ContinuousClock.Instant, _ effects: inout Effects
+    _ dependency: Int, from dependent: Int, now: () -> SchedulerInstant, _ effects: inout Effects
   ) {
     guard hasNotStarted(dependent), !operations[dependent].hasExtras || operations[dependent].leader < 0,
       let position = edgePosition(of: dependency, in: dependent),

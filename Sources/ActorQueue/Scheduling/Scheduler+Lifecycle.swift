@@ -7,7 +7,7 @@ extension Scheduler {
   // MARK: Cancellation
 
   /// `cancel()`: a waiting operation ends at once; an executing one has its task cancelled.
-  mutating func cancel(_ index: Int, now: () -> ContinuousClock.Instant, _ effects: inout Effects) {
+  mutating func cancel(_ index: Int, now: () -> SchedulerInstant, _ effects: inout Effects) {
     cancel(index, &effects)
     settle(now: now, &effects)
   }
@@ -15,7 +15,7 @@ extension Scheduler {
   /// `cancelAllOperations()`: cancels every unfinished operation of `queue`. Starts are decided
   /// only after every one of them is cancelled, so an operation that a cancellation makes ready
   /// (its dependency was cancelled) is cancelled too before anything could claim it. O(n).
-  mutating func cancelAll(in queue: Int, now: () -> ContinuousClock.Instant, _ effects: inout Effects) {
+  mutating func cancelAll(in queue: Int, now: () -> SchedulerInstant, _ effects: inout Effects) {
     // The longest critical section there is: the records of the cancelled operations are left
     // for their handles' `deinit`s, after unlocking, so that it does only the cancelling
     // (measured with 100,000 waiting operations: freeing them inline made another queue's

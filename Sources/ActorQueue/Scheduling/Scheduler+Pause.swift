@@ -45,7 +45,7 @@ extension Scheduler {
   }
 
   /// `pause()`, then the starts it allows decided.
-  mutating func pause(_ index: Int, now: () -> ContinuousClock.Instant, _ effects: inout Effects) {
+  mutating func pause(_ index: Int, now: () -> SchedulerInstant, _ effects: inout Effects) {
     pause(index, &effects)
     settle(now: now, &effects)
   }
@@ -79,7 +79,7 @@ extension Scheduler {
   /// `resume()`: withdraws every pause request. A held waiting operation becomes ready (when
   /// its dependencies have ended); a paused one competes for a slot (state `.ready`); an
   /// executing one that had not reached a checkpoint yet goes on as if never asked.
-  mutating func resume(_ index: Int, now: () -> ContinuousClock.Instant, _ effects: inout Effects) {
+  mutating func resume(_ index: Int, now: () -> SchedulerInstant, _ effects: inout Effects) {
     resume(index, &effects)
     settle(now: now, &effects)
   }
@@ -118,7 +118,7 @@ extension Scheduler {
   /// task that outlived its operation proceeds.
   mutating func checkpoint(
     _ index: Int, id: OperationID, token: UInt64, resume: @escaping @Sendable (_ cancelled: Bool) -> Void,
-    now: () -> ContinuousClock.Instant, _ effects: inout Effects
+    now: () -> SchedulerInstant, _ effects: inout Effects
   ) -> CheckpointDecision {
     guard operations[index].isLive, operations[index].id == id, !operations[index].state.isTerminal,
       operations[index].worker != nil
@@ -208,13 +208,13 @@ extension Scheduler {
 
   /// Pauses every unfinished operation of `queue` (as `pause()` on each; running external work
   /// is left running). Operations added later are not paused. O(n).
-  mutating func pauseAll(in queue: Int, now: () -> ContinuousClock.Instant, _ effects: inout Effects) {
+  mutating func pauseAll(in queue: Int, now: () -> SchedulerInstant, _ effects: inout Effects) {
     for index in unfinishedIndices(of: queue) { pause(index, &effects) }
     settle(now: now, &effects)
   }
 
   /// Resumes every unfinished operation of `queue`, whichever way it was paused. O(n).
-  mutating func resumeAll(in queue: Int, now: () -> ContinuousClock.Instant, _ effects: inout Effects) {
+  mutating func resumeAll(in queue: Int, now: () -> SchedulerInstant, _ effects: inout Effects) {
     for index in unfinishedIndices(of: queue) { resume(index, &effects) }
     touch(queue)
     settle(now: now, &effects)
@@ -227,7 +227,7 @@ extension Scheduler {
   /// started first. Operations that cannot pause (external work) and those already asked to are
   /// not asked; a request is withdrawn when enough others free their slots first. O(n log n).
   mutating func setLimitPausingExcess(
-    _ limit: Int, of queue: Int, now: () -> ContinuousClock.Instant, _ effects: inout Effects
+    _ limit: Int, of queue: Int, now: () -> SchedulerInstant, _ effects: inout Effects
   ) {
     setLimit(limit, of: queue, now: now, &effects)
     var candidates: [Int] = []

@@ -6,7 +6,7 @@ extension Scheduler {
   /// - Throws: `.alreadyEnqueued` if one was added before or appears twice; `.dependencyCycle`
   ///   if waiting for the queue's barriers would close a cycle. Nothing changes then.
   mutating func submit(
-    _ handles: [Handle], to queue: Int, now: () -> ContinuousClock.Instant, _ effects: inout Effects
+    _ handles: [Handle], to queue: Int, now: () -> SchedulerInstant, _ effects: inout Effects
   ) throws(ActorQueueError) {
     if handles.count == 1 {
       guard !operations[handles[0].recordIndex].wasEnqueued else { throw .alreadyEnqueued }
@@ -31,7 +31,7 @@ extension Scheduler {
   /// Adds a new operation that has no inputs, in one step (``ActorQueue/addOperation(name:priority:_:)``):
   /// it can neither close a cycle nor have started.
   mutating func submit(
-    _ handle: Handle, to queue: Int, now: () -> ContinuousClock.Instant, _ effects: inout Effects
+    _ handle: Handle, to queue: Int, now: () -> SchedulerInstant, _ effects: inout Effects
   ) {
     if startOnIdle(handle, on: queue, now: now, &effects) { return }
     enqueue(handle, into: queue, &effects)
@@ -57,7 +57,7 @@ extension Scheduler {
   /// Both paths are checked against the reference model by the random scripts, and the
   /// scheduler tests' harness submits through this one, as `addOperation` does.
   private mutating func startOnIdle(
-    _ handle: Handle, on queue: Int, now: () -> ContinuousClock.Instant, _ effects: inout Effects
+    _ handle: Handle, on queue: Int, now: () -> SchedulerInstant, _ effects: inout Effects
   ) -> Bool {
     let index = handle.recordIndex
     guard queues[queue].admitsIdleStart, operations[index].startsAlone,
@@ -79,7 +79,7 @@ extension Scheduler {
   /// cycle (nothing waits for it yet) nor have started. If an input has failed or been
   /// cancelled already, it ends at once, in the queue's order of events, without running.
   mutating func submit(
-    _ handle: Handle, inputs: [Handle], to queue: Int, now: () -> ContinuousClock.Instant,
+    _ handle: Handle, inputs: [Handle], to queue: Int, now: () -> SchedulerInstant,
     _ effects: inout Effects
   ) {
     let index = handle.recordIndex
@@ -92,7 +92,7 @@ extension Scheduler {
   /// Adds `barrier` behind every unfinished operation of `queue`; operations added later wait
   /// for it (and for every earlier barrier still unfinished). O(unfinished operations).
   mutating func submitBarrier(
-    _ barrier: Handle, to queue: Int, now: () -> ContinuousClock.Instant, _ effects: inout Effects
+    _ barrier: Handle, to queue: Int, now: () -> SchedulerInstant, _ effects: inout Effects
   ) {
     let index = barrier.recordIndex
     operations[index].isBarrier = true

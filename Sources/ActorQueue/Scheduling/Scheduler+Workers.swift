@@ -11,7 +11,7 @@ enum WorkerAction: Sendable {
   case yieldThenContinue
   /// The queue went idle at this instant: poll for work, yielding in between, for at most
   /// `LingerPolicy.window`, then report ``Scheduler/lingerEnded(_:queue:since:now:)``.
-  case linger(since: FixedInstant)
+  case linger(since: SchedulerInstant)
   /// End the worker task.
   case retire
 }
@@ -21,7 +21,7 @@ extension Scheduler {
   /// A worker task began (or came back from a yield): it claims the next operation, lingers, or
   /// retires.
   mutating func workerStarted(
-    _ worker: Worker, queue: Int, now: () -> ContinuousClock.Instant, _ effects: inout Effects
+    _ worker: Worker, queue: Int, now: () -> SchedulerInstant, _ effects: inout Effects
   ) -> WorkerAction {
     let action = claimOrIdle(worker, queue: queue, now: now, &effects)
     settle(now: now, &effects)
@@ -33,7 +33,7 @@ extension Scheduler {
   /// task was cancelled: then it retires and a replacement is asked for if work waits.
   mutating func operationEnded(
     _ index: Int, worker: Worker, queue: Int, outcome: OutcomeBox, yieldAfter: Bool,
-    now: () -> ContinuousClock.Instant, _ effects: inout Effects
+    now: () -> SchedulerInstant, _ effects: inout Effects
   ) -> WorkerAction {
     precondition(
       operations[index].worker === worker,
@@ -69,7 +69,7 @@ extension Scheduler {
   /// A worker that started external work claims the next ready operation, if a slot is free,
   /// or retires.
   mutating func claimNext(
-    _ worker: Worker, queue: Int, now: () -> ContinuousClock.Instant, _ effects: inout Effects
+    _ worker: Worker, queue: Int, now: () -> SchedulerInstant, _ effects: inout Effects
   ) -> WorkerAction {
     let action = apply(queues[queue].machine.claimNext(), worker: worker, queue: queue, &effects)
     settle(now: now, &effects)
@@ -80,7 +80,7 @@ extension Scheduler {
   /// for an operation whose work is not running, is ignored). Frees its slot, unless it ran
   /// detached.
   mutating func externalEnded(
-    _ index: Int, id: OperationID, outcome: OutcomeBox, now: () -> ContinuousClock.Instant,
+    _ index: Int, id: OperationID, outcome: OutcomeBox, now: () -> SchedulerInstant,
     _ effects: inout Effects
   ) {
     guard index < operations.count, operations[index].isLive, operations[index].id == id,
@@ -99,22 +99,22 @@ extension Scheduler {
   /// A lingering worker was woken (an operation was made ready) or its time is up: it claims,
   /// lingers on (the operation that woke it is gone already), or retires.
   mutating func lingerEnded(
-    _ worker: Worker, queue: Int, since start: ContinuousClock.Instant, now: () -> ContinuousClock.Instant,
+    _ worker: Worker, queue: Int, since start: SchedulerInstant, now: () -> SchedulerInstant,
     _ effects: inout Effects
   ) -> WorkerAction {
-    let spell = start.duration(to: now())
+    let spell = now().nanoseconds &- start.nanoseconds
     lingeringWorkers -= 1
     let step = queues[queue].machine.lingerEnded()
     let action: WorkerAction
     if step.run != nil {
-      queues[queue].linger.observe(idleSpell: spell)
+      queues[queue].linger.observe(idleSpellNanoseconds: spell)
       action = apply(step, worker: worker, queue: queue, &effects)
-    } else if spell < LingerPolicy.window, queues[queue].machine.lingerIfIdle() {
+    } else if spell < LingerPolicy.windowNanoseconds, queues[queue].machine.lingerIfIdle() {
       lingeringWorkers += 1
-      action = .linger(since: FixedInstant(start))
+      action = .linger(since: start)
     } else {
-      if spell >= LingerPolicy.window {
-        queues[queue].linger.observe(idleSpell: spell)
+      if spell >= LingerPolicy.windowNanoseconds {
+        queues[queue].linger.observe(idleSpellNanoseconds: spell)
       } else if queues[queue].machine.executing == 0 {
         queues[queue].linger.wentIdle(at: start)
       }
@@ -128,14 +128,14 @@ extension Scheduler {
   /// idle, it lingers when that pays (``LingerPolicy``) and no other worker lingers; otherwise
   /// it retires, and the queue notes when it went idle.
   private mutating func claimOrIdle(
-    _ worker: Worker, queue: Int, now: () -> ContinuousClock.Instant, _ effects: inout Effects
+    _ worker: Worker, queue: Int, now: () -> SchedulerInstant, _ effects: inout Effects
   ) -> WorkerAction {
     let step = queues[queue].machine.workerStarted()
     if step.run == nil, queues[queue].machine.executing == 0 {
       let instant = now()
       if queues[queue].linger.lingerPays, lingeringWorkers == 0, queues[queue].machine.lingerIfIdle() {
         lingeringWorkers += 1
-        return .linger(since: FixedInstant(instant))
+        return .linger(since: instant)
       }
       queues[queue].linger.wentIdle(at: instant)
     }

@@ -17,7 +17,7 @@ struct SchedulerHarness {
 
   var scheduler = Scheduler()
   /// The manual clock: every event reads "now" from here.
-  var now = ContinuousClock.now
+  var now = SchedulerInstant.now()
   /// Workers that have not retired, in the order they were started.
   private(set) var workers: [SimulatedWorker] = []
   /// Every worker ever started.
@@ -70,7 +70,7 @@ struct SchedulerHarness {
   /// Runs one event with the harness's clock, then starts the workers it asked for.
   @discardableResult
   mutating func event<Result, Failure: Error>(
-    _ body: (inout Scheduler, () -> ContinuousClock.Instant, inout SchedulerEffects) throws(Failure) -> Result
+    _ body: (inout Scheduler, () -> SchedulerInstant, inout SchedulerEffects) throws(Failure) -> Result
   ) throws(Failure) -> Result {
     var effects = SchedulerEffects()
     let instant = now
@@ -283,7 +283,7 @@ struct SchedulerHarness {
     let worker = workers[position]
     lingererWake = false
     let next = event { scheduler, now, effects in
-      scheduler.lingerEnded(worker.worker, queue: worker.queue, since: since.instant, now: now, &effects)
+      scheduler.lingerEnded(worker.worker, queue: worker.queue, since: since, now: now, &effects)
     }
     setAction(next, of: worker.worker)
   }

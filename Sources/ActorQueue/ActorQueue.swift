@@ -209,13 +209,17 @@ public actor ActorQueue {
     // at limit 4 added from the main thread: 151–155 ms against 178–185), but creating the
     // records moved onto the workers, the bottleneck of a full queue: the bench's 2 µs rows got
     // 5–8% slower (serial 301–312 ms against 285–288), the trivial ones no faster.
-    return Engine.run { scheduler, effects in
+    // An idle queue's worker is started here, not through the effects (see
+    // `Scheduler.submitNew`).
+    var effects = SchedulerEffects()
+    let (operation, spawn) = Engine.scheduler.withLock { scheduler in
       let id = OperationID()
       let record = scheduler.createOperation(id: id, name: name, priority: priority, work: work)
       let operation = type.init(id: id, name: name, recordIndex: record)
-      scheduler.submit(operation, to: index, now: Engine.now, &effects)
-      return operation
+      return (operation, scheduler.submitNew(operation, to: index, now: Engine.now, &effects))
     }
+    if let spawn { Engine.start(spawn) } else { effects.perform() }
+    return operation
   }
 
   /// Adds an operation that receives the values of its inputs: it runs once every input

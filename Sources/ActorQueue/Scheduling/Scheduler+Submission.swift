@@ -33,9 +33,20 @@ extension Scheduler {
   mutating func submit(
     _ handle: Handle, to queue: Int, now: () -> SchedulerInstant, _ effects: inout Effects
   ) {
-    if startOnIdle(handle, on: queue, now: now, &effects) { return }
+    if let spawn = submitNew(handle, to: queue, now: now, &effects) { effects.spawn(spawn) }
+  }
+
+  /// ``submit(_:to:now:_:)``, except that the worker an idle queue's start asks for is returned
+  /// instead of recorded in `effects` (which that start leaves empty): `addOperation` starts it
+  /// itself, so that the commonest start of a queue fed from time to time does not go through
+  /// the effects' generic code (each function it touches is code to fetch, with cold caches).
+  mutating func submitNew(
+    _ handle: Handle, to queue: Int, now: () -> SchedulerInstant, _ effects: inout Effects
+  ) -> Spawn? {
+    if let spawn = startOnIdle(handle, on: queue, now: now) { return spawn }
     enqueue(handle, into: queue, &effects)
     settle(now: now, &effects)
+    return nil
   }
 
   /// The start of an idle queue, in one step: what a queue fed from time to time does on every
@@ -44,8 +55,8 @@ extension Scheduler {
   /// for it): the operation is enqueued and executing, and a new worker starts with it. Taken
   /// only when nothing else could happen in that event: the queue has nothing executing, nothing
   /// ready, no worker starting or lingering, no barrier, no subscriber, no pause to withdraw, and
-  /// the operation is new (no dependency, no subscriber, no external work). Returns `false`,
-  /// changing nothing, otherwise.
+  /// the operation is new (no dependency, no subscriber, no external work). Returns the worker
+  /// to start; `nil`, changing nothing, when the general path is needed.
   ///
   /// Why a second path: the general one goes through about fifteen functions (the ready set, the
   /// start rule, the transitions and their notifications), each a few cache lines of code and
@@ -57,12 +68,12 @@ extension Scheduler {
   /// Both paths are checked against the reference model by the random scripts, and the
   /// scheduler tests' harness submits through this one, as `addOperation` does.
   private mutating func startOnIdle(
-    _ handle: Handle, on queue: Int, now: () -> SchedulerInstant, _ effects: inout Effects
-  ) -> Bool {
+    _ handle: Handle, on queue: Int, now: () -> SchedulerInstant
+  ) -> Spawn? {
     let index = handle.recordIndex
     guard queues[queue].admitsIdleStart, operations[index].startsAlone,
       queues[queue].machine.startOnIdle()
-    else { return false }
+    else { return nil }
     nextSubmission += 1
     nextStart += 1
     let previous = queues[queue].appendStarted(index, now: now)
@@ -71,8 +82,7 @@ extension Scheduler {
     let first = operations[index].startAlone(
       as: index, in: queue, order: nextSubmission, startOrder: nextStart, previous: previous, handle: handle,
       worker: worker)
-    effects.spawn(Spawn(taskPriority: queues[queue].taskPriority, worker: worker, first: first))
-    return true
+    return Spawn(taskPriority: queues[queue].taskPriority, worker: worker, first: first)
   }
 
   /// Adds a new operation whose typed inputs are `inputs`, in one step: it can neither close a

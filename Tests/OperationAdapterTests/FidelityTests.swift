@@ -159,9 +159,18 @@ import Testing
   }
 }
 
+/// How long the adapter may take to notice what it polls for, before a test calls it a hang.
+/// Usually a few milliseconds, but the watcher pauses at least twenty times as long as its last
+/// pass took (it keeps itself under about 5% of one core), and `LoadTests` makes it watch 6,000
+/// operations at once: under ThreadSanitizer, which runs this suite's tests side by side on two
+/// cores, a pass over them took long enough that a change went unnoticed for more than 10 s (one
+/// CI run: the three tests here that wait for the watcher failed at their former 10 s limit
+/// while that test ran). A guard against hangs, not a way to order anything.
+let watcherLimit: Duration = .seconds(60)
+
 /// Whether `condition` holds within `deadline`, checked every millisecond. Only for state the
 /// adapter learns by polling Foundation (nothing notifies it on Linux).
-func eventually(within deadline: Duration = .seconds(10), _ condition: () -> Bool) async -> Bool {
+func eventually(within deadline: Duration = watcherLimit, _ condition: () -> Bool) async -> Bool {
   let clock = ContinuousClock()
   let end = clock.now + deadline
   while clock.now < end {
@@ -177,9 +186,9 @@ enum Ending: Equatable {
   case finished, cancelled, failed, notWithinLimit
 }
 
-/// How `handle` ends, waiting at most `limit`.
+/// How `handle` ends, waiting at most `limit` (see ``watcherLimit``).
 func outcome<Success: Sendable>(
-  of handle: QueueOperation<Success>, within limit: Duration = .seconds(10)
+  of handle: QueueOperation<Success>, within limit: Duration = watcherLimit
 ) async -> Ending {
   let resumed = LockedValue(false)
   return await withCheckedContinuation { continuation in

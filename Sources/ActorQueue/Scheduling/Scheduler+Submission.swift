@@ -76,8 +76,9 @@ extension Scheduler {
     else { return nil }
     nextSubmission += 1
     nextStart += 1
-    let previous = queues[queue].appendStarted(index, now: now)
+    let previous = queues[queue].append(index)
     if previous >= 0 { operations[previous].nextInQueue = index }
+    queues[queue].linger.workArrived(at: now())
     let worker = Worker(queue: queue)
     let first = operations[index].startAlone(
       as: index, in: queue, order: nextSubmission, startOrder: nextStart, previous: previous, handle: handle,
@@ -127,11 +128,9 @@ extension Scheduler {
     operations[index].order = nextSubmission
     operations[index].queue = queue
     operations[index].enqueuedHandle = handle
-    let last = queues[queue].last
-    operations[index].previousInQueue = last
-    if last >= 0 { operations[last].nextInQueue = index } else { queues[queue].first = index }
-    queues[queue].last = index
-    queues[queue].unfinishedCount += 1
+    let previous = queues[queue].append(index)
+    operations[index].previousInQueue = previous
+    if previous >= 0 { operations[previous].nextInQueue = index }
     if operations[index].external != nil { queues[queue].hasExternalWork = true }
     if !queues[queue].barriers.isEmpty { waitForBarriers(index, of: queue, &effects) }
     if operations[index].unfinishedDependencies == 0 && !operations[index].pauseHeld {

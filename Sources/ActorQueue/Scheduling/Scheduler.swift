@@ -511,14 +511,13 @@ struct QueueRecord: Sendable {
     barriers.isEmpty && subscribers.isEmpty && !hasExcessRequests && pausedInReady == 0
   }
 
-  /// Appends `index`, started at once on this idle queue, to the queue's order; returns the
-  /// operation it follows (-1: none).
-  mutating func appendStarted(_ index: Int, now: () -> SchedulerInstant) -> Int {
+  /// Appends `index`, just enqueued, to the queue's unfinished operations in submission order;
+  /// returns the operation it follows (-1: none), whose `nextInQueue` the caller links.
+  mutating func append(_ index: Int) -> Int {
     let previous = last
     if previous < 0 { first = index }
     last = index
     unfinishedCount += 1
-    linger.workArrived(at: now())
     return previous
   }
 }

@@ -134,6 +134,27 @@ struct PauseTests {
     #expect(operations.allSatisfy { $0.state == .finished })
   }
 
+  @Test(
+    "isPaused is false while the body, asked to pause, runs on to its checkpoint; true once it paused there")
+  func isPausedOnlyAtCheckpoint() async throws {
+    let queue = ActorQueue(name: "downloads", maxConcurrentOperationCount: 1)
+    let transfer = Transfer("asked")
+    let operation = queue.addOperation { try await transfer.run() }
+    await transfer.started.wait()
+    operation.pause()
+    // Asked, not paused: it still holds its slot and runs.
+    #expect(operation.state == .executing && !operation.isPaused)
+    transfer.proceed.open()
+    await reach(operation, .paused)
+    #expect(operation.isPaused)
+    operation.resume()
+    await reach(operation, .executing)
+    #expect(!operation.isPaused)
+    transfer.finish.open()
+    #expect(try await operation.value == "asked")
+    #expect(!operation.isPaused)
+  }
+
   @Test("Cancelling a paused op wakes its checkpoint with CancellationError: it ends .cancelled")
   func cancelPausedOperation() async {
     let queue = ActorQueue(maxConcurrentOperationCount: 1)

@@ -36,12 +36,14 @@ extension Scheduler {
     }
   }
 
-  /// Whether `index` is paused, or held by `pause()` while it waits.
+  /// Whether `index` is paused (its body waits at a checkpoint), or held by `pause()` while it
+  /// waits to start. An executing body asked to pause is not paused until it reaches a
+  /// checkpoint.
   func isPaused(_ index: Int) -> Bool {
     let index =
       operations[index].leader >= 0 && !operations[index].state.isTerminal ? operations[index].leader : index
     return operations[index].state == .paused
-      || (operations[index].pauseHeld && !operations[index].state.isTerminal)
+      || (operations[index].pauseHeld && operations[index].state == .pending)
   }
 
   /// `pause()`, then the starts it allows decided.

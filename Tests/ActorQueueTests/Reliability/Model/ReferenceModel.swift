@@ -214,12 +214,13 @@ struct ReferenceModel: Sendable {
     }
   }
 
-  /// What `isPaused` must say: paused at a checkpoint, or held by `pause()`, and not ended (a
-  /// caller's handle says it of its shared work).
+  /// What `isPaused` must say: paused at a checkpoint, or held by `pause()` while it waits to
+  /// start; not while its body runs on, asked to pause but short of a checkpoint (a caller's
+  /// handle says it of its shared work).
   func expectedIsPaused(_ op: Int) -> Bool {
     let target = target(op)
     guard let model = ops[target], !model.state.isTerminal else { return false }
-    return expectedState(target) == .paused || model.pauseHeld
+    return expectedState(target) == .paused || (model.pauseHeld && model.state == .waiting)
   }
 
   /// Whether the worker of an op holding a slot has its pause flag set.

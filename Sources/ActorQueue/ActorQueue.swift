@@ -49,6 +49,9 @@ public actor ActorQueue {
   /// The queue's name, kept here too so reading it takes no lock.
   private nonisolated let storedName: String?
   private nonisolated let storedTaskPriority: TaskPriority?
+  /// The queue under ``ActorQueue/main``: serial for good, since every module that adds to it
+  /// counts on its order.
+  private nonisolated let isMainQueue: Bool
 
   /// Creates a queue.
   ///
@@ -67,7 +70,16 @@ public actor ActorQueue {
     let limit = Self.validated(maxConcurrentOperationCount)
     storedName = name
     storedTaskPriority = taskPriority
+    isMainQueue = false
     reference = Engine.read { $0.createQueue(name: name, limit: limit, taskPriority: taskPriority) }
+  }
+
+  /// The serial queue under ``ActorQueue/main``, whose limit stays 1.
+  init(mainQueueNamed name: String) {
+    storedName = name
+    storedTaskPriority = nil
+    isMainQueue = true
+    reference = Engine.read { $0.createQueue(name: name, limit: 1, taskPriority: nil) }
   }
 
   deinit {
@@ -87,6 +99,20 @@ public actor ActorQueue {
     return limit
   }
 
+  /// A new limit for this queue, validated as ``validated(_:)`` does; the main queue's stays 1,
+  /// refused in every build configuration with a message that says what to do.
+  nonisolated func validatedNewLimit(_ limit: Int) -> Int {
+    let limit = Self.validated(limit)
+    if isMainQueue, limit != 1 {
+      fatalError(
+        "ActorQueue: ActorQueue.main is serial, so its maxConcurrentOperationCount stays 1; got "
+          + "\(limit == .max ? "unlimited" : String(limit)). Every module that adds to the main queue counts "
+          + "on its order. Run concurrent work on an ActorQueue of your own, and add only its "
+          + "main-actor steps to ActorQueue.main.")
+    }
+    return limit
+  }
+
   // MARK: Configuration
 
   /// The queue's name, for debugging and events.
@@ -101,12 +127,13 @@ public actor ActorQueue {
   /// once: no operation starts while as many as the new limit are executing; operations already
   /// executing are not interrupted (Foundation behaves the same for running operations, but
   /// its "lowered" limit is easy to misread as immediate). `-1` means unlimited; values below 1
-  /// are refused with a precondition failure (set ``isSuspended`` to pause). Reading it returns
+  /// are refused with a precondition failure (set ``isSuspended`` to pause), and so is any value
+  /// but 1 on the queue of ``ActorQueue/main``, which stays serial. Reading it returns
   /// `Int.max` when unlimited. Cost: O(1).
   public nonisolated var maxConcurrentOperationCount: Int {
     get { Engine.read { $0.limit(of: index) } }
     set {
-      let limit = Self.validated(newValue)
+      let limit = validatedNewLimit(newValue)
       Engine.run { $0.setLimit(limit, of: index, now: Engine.now, &$1) }
     }
   }

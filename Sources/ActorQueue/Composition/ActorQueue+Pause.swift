@@ -133,7 +133,7 @@ extension ActorQueue {
   /// start, and executing operations go on (as in Foundation). Refuses values below 1 (other
   /// than `-1`, unlimited) with a precondition failure. Cost: O(n log n) when pausing the excess.
   public nonisolated func setMaxConcurrentOperationCount(_ limit: Int, pausingExcess: Bool) {
-    let limit = Self.validated(limit)
+    let limit = validatedNewLimit(limit)
     if pausingExcess {
       Engine.run { $0.setLimitPausingExcess(limit, of: index, now: Engine.now, &$1) }
     } else {

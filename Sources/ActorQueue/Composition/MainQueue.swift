@@ -9,17 +9,20 @@
 /// Its bodies are `@MainActor` closures, so main-actor code reads and writes UI state in them
 /// without `await` (`{ @MainActor in … }` works too). It is a serial ``ActorQueue`` underneath
 /// (``queue``): its operations take part in dependencies, priorities, suspension, cancellation
-/// and events like any other. Unlike `OperationQueue.main`, it may be suspended, and its limit
-/// stays 1 (so it has no ``ActorQueue/setMaxConcurrentOperationCount(_:pausingExcess:)``: there
-/// is never an excess to pause). Its operations pause and resume like any other
+/// and events like any other. Unlike `OperationQueue.main`, it may be suspended. Its limit
+/// stays 1, so every module that adds to it keeps its order: setting
+/// `queue.maxConcurrentOperationCount` (or calling
+/// ``ActorQueue/setMaxConcurrentOperationCount(_:pausingExcess:)`` on `queue`) to anything else
+/// stops the program with a message that says so, in every build configuration. Its operations pause and resume like any other
 /// (``AnyQueueOperation/pause()``, ``pauseAllOperations()``); a body on the main actor pauses at
 /// ``ActorQueue/checkpoint()``.
 public struct MainQueue: Sendable {
-  /// The serial queue underneath, for everything but adding main-actor bodies.
+  /// The serial queue underneath, for everything but adding main-actor bodies. Its limit stays
+  /// 1 (a change to anything else is refused with a precondition failure).
   public let queue: ActorQueue
 
   init() {
-    queue = ActorQueue(name: "main", maxConcurrentOperationCount: 1)
+    queue = ActorQueue(mainQueueNamed: "main")
   }
 
   /// Adds an operation whose `body` runs on the main actor; see

@@ -78,6 +78,34 @@ struct ReliabilityMisuseTests {
     Self.expectNamesMisuse(result, ["maxConcurrentOperationCount", "\(limit)", "isSuspended"])
   }
 
+  @Test(
+    "A limit other than 1 on the main queue stops with a message saying it stays serial",
+    arguments: [4, -1, 2])
+  func mainQueueLimit(limit: Int) async {
+    let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      [limit = limit as Int] in
+      ActorQueue.main.queue.maxConcurrentOperationCount = limit
+    }
+    Self.expectNamesMisuse(result, ["ActorQueue.main", "serial", "maxConcurrentOperationCount"])
+  }
+
+  @Test("Pausing the excess of a main-queue limit other than 1 stops with the same message")
+  func mainQueueLimitPausingExcess() async {
+    let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      ActorQueue.main.queue.setMaxConcurrentOperationCount(4, pausingExcess: true)
+    }
+    Self.expectNamesMisuse(result, ["ActorQueue.main", "serial", "4"])
+  }
+
+  @Test("The main queue accepts its own limit, 1, again: no change, no stop")
+  func mainQueueLimitOne() async {
+    await #expect(processExitsWith: .success) {
+      ActorQueue.main.queue.maxConcurrentOperationCount = 1
+      ActorQueue.main.queue.setMaxConcurrentOperationCount(1, pausingExcess: true)
+      precondition(ActorQueue.main.queue.maxConcurrentOperationCount == 1)
+    }
+  }
+
   @Test("events(bufferingPolicy: .bufferingNewest(0)) stops with a message naming the capacity")
   func zeroCapacityEvents() async {
     let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {

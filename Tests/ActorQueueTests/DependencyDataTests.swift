@@ -156,6 +156,35 @@ struct DependencyDataTests {
     #expect(queue.operationCount == 0)
   }
 
+  @Test(
+    "A dependent ended at once by an input that had failed lists every input still alive, in order, whatever their order"
+  )
+  func endedAtOnceListsEveryInput() async throws {
+    let queue = ActorQueue(name: "q")
+    let failed = queue.addOperation(name: "failed") { () async throws -> Int in throw TestError(code: 4) }
+    await failed.waitUntilFinished()
+    let other = ActorQueue(name: "other")
+    other.isSuspended = true
+    let live = other.addOperation(name: "live") { "text" }
+    let late = other.addOperation(name: "late") { 2.5 }
+
+    let failedFirst = queue.addOperation(name: "failedFirst", after: failed, live, late) { _, _, _ in 0 }
+    let failedSecond = queue.addOperation(name: "failedSecond", after: live, failed, late) { _, _, _ in 0 }
+    #expect(failedFirst.state == .failed && failedSecond.state == .failed)
+    #expect(failedFirst.dependencies.map(\.id) == [failed.id, live.id, late.id])
+    #expect(failedSecond.dependencies.map(\.id) == [live.id, failed.id, late.id])
+    #expect(dependencyFailure(await failedFirst.result)?.dependencyID == failed.id)
+
+    // Listed, not owned: an ended operation keeps its dependencies alive no longer.
+    let weakLate = WeakReference<AnyQueueOperation>(late)
+    other.cancelAllOperations()
+    other.isSuspended = false
+    #expect(failedFirst.dependencies.map(\.id) == [failed.id, live.id, late.id])
+    _ = consume late
+    #expect(weakLate.isFreed)
+    #expect(failedFirst.dependencies.map(\.id) == [failed.id, live.id])
+  }
+
   @Test("Inputs cannot be removed with removeDependency")
   func inputsAreNotRemovable() async throws {
     let queue = ActorQueue(name: "q")

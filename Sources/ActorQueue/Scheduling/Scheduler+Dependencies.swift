@@ -90,6 +90,20 @@ extension Scheduler {
     }
   }
 
+  /// Lists `input` among the dependencies of `dependent`, which ended before it was linked (an
+  /// earlier input had failed): as an ended operation lists its dependencies, weakly.
+  mutating func listInput(_ input: Handle, ofEnded dependent: Int) {
+    let index = input.recordIndex
+    guard edgePosition(of: index, in: dependent) == nil else { return }
+    var edge = DependencyEdge(index: index, handle: nil)
+    edge.weakHandle = WeakHandle(object: input)
+    edge.isInput = true
+    operations[dependent].dependencies.append(edge)
+    let position = operations[dependent].dependencies.count - 1
+    operations[dependent].edgePositions?[index] = position
+    operations[index].isWeaklyReferenced = true
+  }
+
   /// The position of the edge `dependency → dependent` in `dependent`'s list, if there is one.
   /// O(1) amortised: a scan of a short list, a dictionary for a long one.
   mutating func edgePosition(of dependency: Int, in dependent: Int) -> Int? {

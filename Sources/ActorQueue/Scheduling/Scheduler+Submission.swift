@@ -94,8 +94,13 @@ extension Scheduler {
     _ effects: inout Effects
   ) {
     let index = handle.recordIndex
-    for input in inputs where !operations[index].state.isTerminal {
-      link(input, to: index, part: .input, &effects)
+    for input in inputs {
+      if operations[index].state.isTerminal {
+        // An input before this one failed and ended it: the rest are listed, not waited for.
+        listInput(input, ofEnded: index)
+      } else {
+        link(input, to: index, part: .input, &effects)
+      }
     }
     submit(handle, to: queue, now: now, &effects)
   }

@@ -77,6 +77,7 @@ public class AnyQueueOperation: Hashable, @unchecked Sendable, CustomStringConve
   /// Returns whether the caller must drain the release backlog.
   private static func releaseRecord(_ index: Int, owner: OperationID) -> Bool {
     let released = Engine.scheduler.withLock { $0.releaseOperation(index, owner: owner, now: Engine.now) }
+    if var effects = released.effects { effects.perform() }
     return released.drains
   }
 

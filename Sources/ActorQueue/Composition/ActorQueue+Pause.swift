@@ -19,9 +19,14 @@ extension AnyQueueOperation {
   ///
   /// ``cancel()`` works in every state, paused included. A paused operation stays paused until
   /// ``resume()`` (or ``ActorQueue/resumeAllOperations()``): keep its handle, or its queue, to
-  /// resume it. When a *suspended* queue is released, its paused operations are cancelled with
-  /// its waiting ones, since nothing could start them again. Foundation has no equivalent.
-  /// Cost: O(1) (plus O(log n) to withdraw a ready operation).
+  /// resume it. Once its queue is released, only references outside the queue keep a paused or
+  /// held operation (your handles, and an unfinished operation that depends on it): when the
+  /// last of them goes, it is cancelled (its body's checkpoint throws `CancellationError`, its
+  /// completion handlers run) and freed with everything its body captured. A body that captures
+  /// its own handle keeps it alive, so it stays paused until cancelled: capture it `weak`, or
+  /// cancel it before you let go. When a *suspended* queue is released, its paused operations
+  /// are cancelled at once with its waiting ones, since nothing could start them again.
+  /// Foundation has no equivalent. Cost: O(1) (plus O(log n) to withdraw a ready operation).
   public func pause() {
     Engine.run { $0.pause(recordIndex, now: Engine.now, &$1) }
   }

@@ -177,6 +177,10 @@ final class Worker: Sendable {
   /// `askedToPause.count`, readable without the lock: the checkpoint's fast path.
   private static let askedToPauseCount = Atomic<Int>(0)
 
+  /// How many workers are listed as asked to pause, process-wide (for tests: 0 once no
+  /// operation is asked to pause or paused).
+  static var operationsAskedToPause: Int { askedToPauseCount.load(ordering: .relaxed) }
+
   /// The address of the task recorded for this worker, 0 until known (for tests: it must be the
   /// address its task sees, whoever recorded it).
   var recordedTaskAddress: Int { task.load(ordering: .relaxed) }

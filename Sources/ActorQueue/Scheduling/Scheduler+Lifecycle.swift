@@ -198,6 +198,7 @@ extension Scheduler {
       }
       effects.garbage.keep(handle: handle)
     }
+    if operations[index].isHandleGone { freeEnded(index, owner: operations[index].id, &effects) }
   }
 
   // MARK: The parts of an end that most operations skip, kept out of `endOne`'s line: its fast
@@ -289,12 +290,12 @@ extension Scheduler {
   }
 
   /// Takes the ended operation `index` out of `queue`'s list and returns the handle the queue
-  /// held; wakes the queue's waiters when none is left, and frees a released queue that is
+  /// held (none if it let go of it); wakes the queue's waiters when none is left, and frees a released queue that is
   /// done. O(1).
-  private mutating func leave(_ queue: Int, _ index: Int, _ effects: inout Effects) -> Handle {
-    guard let handle = operations[index].enqueuedHandle.take() else {
-      preconditionFailure("Internal inconsistency: an operation left its queue twice")
-    }
+  private mutating func leave(_ queue: Int, _ index: Int, _ effects: inout Effects) -> Handle? {
+    let handle = operations[index].enqueuedHandle.take()
+    precondition(
+      handle != nil || operations[index].isLetGo, "Internal inconsistency: an operation left its queue twice")
     let previous = operations[index].previousInQueue
     let next = operations[index].nextInQueue
     if previous >= 0 { operations[previous].nextInQueue = next } else { queues[queue].first = next }

@@ -62,7 +62,10 @@ extension Scheduler {
     }
     if operations[index].runsExternally { return }
     operations[index].pauseHeld = true
-    if operations[index].queue >= 0 { touch(operations[index].queue) }  // recounts excess requests
+    if operations[index].queue >= 0 {
+      touch(operations[index].queue)  // recounts excess requests
+      if queues[operations[index].queue].isReleased { letGo(index, &effects) }
+    }
     switch operations[index].state {
     case .pending:
       break
@@ -204,6 +207,42 @@ extension Scheduler {
     operations[index].readyStamp = queues[queue].machine.insertReady(
       index, order: operations[index].order, priority: operations[index].priority)
     queues[queue].pausedInReady += 1
+  }
+
+  // MARK: Held in a released queue
+
+  /// Lets go of the queue's reference to `index`, held by `pause()` in its released queue (for
+  /// coalesced work, of its callers' handles): nobody can resume it but through a handle outside
+  /// the queue, so those alone keep it. Released after unlocking; a `deinit` it causes runs
+  /// ``handleGone(_:now:)``.
+  mutating func letGo(_ index: Int, _ effects: inout Effects) {
+    guard !operations[index].isLetGo else { return }
+    operations[index].isLetGo = true
+    if operations[index].hasExtras, operations[index].extras!.coalescing != nil {
+      for handle in operations[index].extras!.followerHandles { effects.garbage.keep(handle: handle) }
+      operations[index].extras!.followerHandles = []
+    } else if let handle = operations[index].enqueuedHandle.take() {
+      effects.garbage.keep(handle: handle)
+    }
+  }
+
+  /// Whether `index` is a caller's handle to coalesced work whose queue let go of its callers.
+  func isFollowerOfLetGoWork(_ index: Int) -> Bool {
+    operations[index].hasExtras && operations[index].leader >= 0
+      && operations[operations[index].leader].isLetGo
+  }
+
+  /// The last handle of the unfinished `index`, let go of by its released queue, was
+  /// deinitialised: if `pause()` still holds it (or its shared work), nobody can resume it any
+  /// more, so it is cancelled; its record is freed at its end, which may be at once.
+  mutating func handleGone(_ index: Int, now: () -> SchedulerInstant) -> SchedulerEffects {
+    var effects = Effects()
+    operations[index].isHandleGone = true
+    let target =
+      operations[index].hasExtras && operations[index].leader >= 0 ? operations[index].leader : index
+    if operations[target].pauseHeld { cancel(index, &effects) }
+    settle(now: now, &effects)
+    return effects
   }
 
   // MARK: A whole queue

@@ -37,7 +37,9 @@
 //   freed by the handle's `deinit`: anything that needs the record holds the handle (a queue
 //   holds its unfinished operations' handles, an unfinished dependent holds its dependencies'),
 //   so the index a handle keeps is valid for the handle's whole life, and a prepared graph that
-//   is dropped without ever being enqueued is freed like any object graph. A queue's record
+//   is dropped without ever being enqueued is freed like any object graph. One exception: an
+//   operation held by `pause()` in a released queue, which the queue let go of (`letGo`), may
+//   outlive its handle; its record is then freed at its end. A queue's record
 //   lives while its `ActorQueue` does, and after it until its last operation and worker end.
 // - Ownership. Like Foundation, an unfinished operation keeps its dependencies alive. Unlike
 //   Foundation, an operation that has ended stops owning them (it keeps weak references, to
@@ -331,6 +333,13 @@ struct OperationRecord: Sendable {
   /// An ended dependent keeps a weak reference to this operation's handle: its record is freed
   /// only by the handle's `deinit` (see `Scheduler.endOne`).
   var isWeaklyReferenced = false
+  /// Held by `pause()` in a released queue, the queue let go of its reference (of its callers'
+  /// handles, for coalesced work): only references outside the queue keep it, and the last
+  /// handle's `deinit` cancels it if it is still held (see `Scheduler.letGo(_:_:)`).
+  var isLetGo = false
+  /// Its handle was deinitialised before it ended (it had been let go of): the record is freed
+  /// at its end.
+  var isHandleGone = false
 
   init(id: OperationID, name: String?, priority: OperationPriority, work: OperationWork) {
     self.id = id
@@ -366,6 +375,8 @@ struct OperationRecord: Sendable {
     pauseHeld = false
     excessPaused = false
     isWeaklyReferenced = false
+    isLetGo = false
+    isHandleGone = false
     queue = -1
     unfinishedDependencies = 0
     if hasExtras {
@@ -597,6 +608,9 @@ struct Scheduler: Sendable {
     /// The handle is the first of a chain being released: the caller releases `garbage`, then
     /// drains ``takeReleaseBacklog()`` until it is empty.
     var drains: Bool
+    /// The handle was the last reference to an operation its released queue had let go of:
+    /// what its cancellation decided, performed by the caller after unlocking.
+    var effects: SchedulerEffects? = nil
   }
 
   /// The handle that owned `index` was deinitialised: frees its record. Its dependencies (the
@@ -609,6 +623,9 @@ struct Scheduler: Sendable {
     guard operations[index].isLive, operations[index].id == owner else {
       preconditionFailure(
         "Internal inconsistency: operation record \(index) released by a handle it does not belong to")
+    }
+    if !operations[index].state.isTerminal, operations[index].isLetGo || isFollowerOfLetGoWork(index) {
+      return Released(garbage: Garbage(), drains: false, effects: handleGone(index, now: now))
     }
     precondition(
       operations[index].queue == -1 && operations[index].worker == nil && !operations[index].runsExternally,
@@ -760,6 +777,9 @@ struct Scheduler: Sendable {
   /// end).
   mutating func releaseQueue(_ queue: Int, now: () -> SchedulerInstant, _ effects: inout Effects) {
     queues[queue].isReleased = true
+    // Nobody can reach what `pause()` holds there but through a handle outside the queue: the
+    // queue lets go of it, so that it ends once the last such handle goes.
+    for index in unfinishedIndices(of: queue) where operations[index].pauseHeld { letGo(index, &effects) }
     if queues[queue].machine.isSuspended {
       isEndingInBulk = true
       defer { isEndingInBulk = false }

@@ -311,6 +311,9 @@ private final class RealRun {
     if expectation != .skip, let failure = await quiesce(step: index) {
       return ScriptFailure(step: index, message: "after \(step): \(failure)")
     }
+    if let failure = await awaitGoneHandles() {
+      return ScriptFailure(step: index, message: "after \(step): \(failure)")
+    }
     fence.isSuspended.toggle()
     fenceCount += 1
     if checkFreeingEachStep, expectation != .skip, let failure = await checkFreed(since: terminalBefore) {
@@ -530,6 +533,28 @@ private final class RealRun {
       typed[op] = nil
     case .releaseQueue(let queue):
       boxes[queue] = nil
+    }
+    return nil
+  }
+
+  /// Waits until the handles the model says nothing refers to any more (of ops a released queue
+  /// let go of) are freed, and those of queued ops it ended show their end: the queue's `deinit`
+  /// that let go of them may run after the event that released its owner's last capture, on
+  /// that event's thread. Bounded by time: a handle never freed is a failure, not a hang.
+  private func awaitGoneHandles() async -> String? {
+    let gone = model.takeGoneHandles()
+    guard !gone.isEmpty else { return nil }
+    let ended = gone.compactMap { op -> OperationID? in
+      guard model.ops[op]?.enqueued == true, model.state(of: op)?.isTerminal == true else { return nil }
+      return ids[op]
+    }
+    let done = await eventuallyFreed {
+      gone.allSatisfy { weakOps[$0]?.object == nil }
+        && ended.allSatisfy { checker.snapshot.latest[$0]?.isTerminal == true }
+    }
+    guard done else {
+      let kept = gone.filter { weakOps[$0]?.object != nil }.map { "op\($0)" }
+      return "nothing refers to \(gone.map { "op\($0)" }), but \(kept) were not freed or did not end"
     }
     return nil
   }

@@ -80,11 +80,18 @@ private struct ValueRun {
     if let problem = act(step, expectation) {
       return ScriptFailure(step: index, message: "\(step): \(problem)")
     }
+    releaseGoneHandles()
     wakeLingerer()
     if expectation != .skip, let problem = quiesce() {
       return ScriptFailure(step: index, message: "after \(step): \(problem)")
     }
     return nil
+  }
+
+  /// The handles the model says nothing refers to any more (of ops a released queue let go of)
+  /// are released, as their `deinit`s report it: the harness's own handles never are.
+  mutating func releaseGoneHandles() {
+    for op in model.takeGoneHandles() { harness.handleGone(Self.name(op)) }
   }
 
   /// An op made ready on a queue whose worker lingers sets the wake flag: the worker reports.
@@ -240,6 +247,7 @@ private struct ValueRun {
           return "op\(move.op) ended \(state), expected \(expected)"
         }
       }
+      releaseGoneHandles()
     }
     for op in model.sortedOpIndices {
       guard let expected = model.expectedState(op), harness.handles[Self.name(op)] != nil else { continue }

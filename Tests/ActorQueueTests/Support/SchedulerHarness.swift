@@ -65,6 +65,19 @@ struct SchedulerHarness {
 
   func state(_ name: String) -> OperationState { scheduler.state(of: index(name)) }
 
+  /// The last reference to `name`'s handle went, as its `deinit` reports it
+  /// (`Scheduler.releaseOperation`), while its released queue had let go of it; the harness
+  /// forgets it.
+  mutating func handleGone(_ name: String) {
+    let index = index(name)
+    let id = self[name].id
+    event { scheduler, now, effects in
+      let released = scheduler.releaseOperation(index, owner: id, now: now)
+      if let more = released.effects { effects = more }
+    }
+    forget(name)
+  }
+
   // MARK: Events
 
   /// Runs one event with the harness's clock, then starts the workers it asked for.
@@ -150,7 +163,7 @@ struct SchedulerHarness {
   @discardableResult
   mutating func checkpoint(_ name: String, token: UInt64 = 0) -> Scheduler.CheckpointDecision {
     let index = index(name)
-    let id = self[name].id
+    let id = scheduler.operations[index].id
     let log = checkpointLog
     return event { scheduler, now, effects in
       scheduler.checkpoint(

@@ -75,6 +75,11 @@ struct BodyMove: Sendable, Equatable {
 ///   only falls at events that touch the queue.
 /// - Cancelling a paused body makes its checkpoint throw; it runs to its end holding no slot and
 ///   shows `.paused` until then.
+/// - Once its queue is released (and no unfinished op captures its owner), an op held by
+///   `pause()` is kept only by references outside the queue: the script's handles, unfinished
+///   ops that depend on it, and for shared work its callers' handles. When nothing keeps it, its
+///   handle is gone, and an op still held is cancelled (`releaseUnkept`). A step that would leave
+///   a held op kept but with no handle to resume it is skipped (nothing could end it).
 /// - Coalescing: the shared work is a model op of its own (no handle in the script); each caller
 ///   is a follower that mirrors its state and ends with its outcome. Cancelling a follower ends it
 ///   at once; the work is cancelled once every follower is; its priority is the highest of its
@@ -96,6 +101,11 @@ struct ReferenceModel: Sendable {
     /// barrier of its queue that had not ended when it was added.
     var barrierDependencies: [Int] = []
     var handleHeld = true
+    /// Held by `pause()` in its released queue, the queue let go of it (of its callers' handles,
+    /// for shared work): only references outside the queue keep it.
+    var letGo = false
+    /// Nothing referred to its handle any more while it was unfinished (see `releaseUnkept`).
+    var handleGone = false
     /// Two inputs had ended badly when it was added: failed or cancelled are both correct.
     var eitherBadOutcome = false
 
@@ -242,9 +252,30 @@ struct ReferenceModel: Sendable {
   /// Applies one step (`index` is its position in the run, for the checker's journal).
   mutating func apply(_ step: Step, index: Int) -> StepExpectation {
     self.step = index
+    // A step that lets go of a reference may strand a held op: taken back, as a skip.
+    let before: ReferenceModel?
+    switch step {
+    case .dropHandle, .releaseQueue, .cancel: before = self
+    default: before = nil
+    }
     let expectation = perform(step)
     settle()
+    if let before, expectation != .skip, strandsHeldOp() {
+      self = before
+      return .skip
+    }
     return expectation
+  }
+
+  /// Whether an op of a released queue is held by `pause()`, not cancelled, and no handle of the
+  /// script's could resume it, though something keeps it (an unfinished op that depends on it,
+  /// or its queue, still captured): nothing would ever end it, and the script could not drain.
+  private func strandsHeldOp() -> Bool {
+    ops.contains { op, model in
+      model.pauseHeld && !model.cancelRequested && !model.state.isTerminal && model.leader == nil
+        && model.queue < queues.count && queues[model.queue].released
+        && !ops.contains { $0.value.handleHeld && target($0.key) == op }
+    }
   }
 
   private mutating func perform(_ step: Step) -> StepExpectation {
@@ -315,7 +346,7 @@ struct ReferenceModel: Sendable {
       guard handleHeld(op), isLive(queue: queue) else { return .skip }
       return .refused(.alreadyEnqueued)
     case .cancel(let op):
-      guard handleHeld(op), !wouldStrand(cancellingFollower: op) else { return .skip }
+      guard handleHeld(op) else { return .skip }
       cancel(op)
       return .done
     case .cancelAll(let queue):
@@ -355,7 +386,7 @@ struct ReferenceModel: Sendable {
       ops[op]!.opens = model.body.checkpoints + 1
       return .done
     case .dropHandle(let op):
-      guard handleHeld(op), !wouldStrand(droppingHandle: op) else { return .skip }
+      guard handleHeld(op) else { return .skip }
       ops[op]!.handleHeld = false
       return .done
     case .releaseQueue(let queue):
@@ -377,8 +408,8 @@ struct ReferenceModel: Sendable {
           if model.state == .waiting || (model.pausedInBody && !model.threw) { cancel(op) }
         }
       } else {
-        // Nobody could resume what `pause()` holds there without a handle.
-        guard !unfinished(in: queue).contains(where: { stranded($0, ignoring: nil) }) else { return .skip }
+        // What `pause()` holds there is kept by references outside the queue only: see
+        // `releaseUnkept()`.
         queues[queue].released = true
       }
       return .done
@@ -434,29 +465,6 @@ struct ReferenceModel: Sendable {
   private func unfinished(in queue: Int) -> [Int] {
     ops.filter { $0.value.queue == queue && $0.value.enqueued && !$0.value.state.isTerminal }
       .sorted { $0.value.order < $1.value.order }.map(\.key)
-  }
-
-  /// Whether `op` is held by `pause()` and no handle (but `ignoring`) could resume it.
-  private func stranded(_ op: Int, ignoring: Int?) -> Bool {
-    guard let model = ops[op], !model.state.isTerminal, model.pauseHeld else { return false }
-    return !ops.contains { $0.key != ignoring && $0.value.handleHeld && target($0.key) == op }
-  }
-
-  /// Dropping this handle would leave an op of a released queue held with nobody to resume it.
-  private func wouldStrand(droppingHandle op: Int) -> Bool {
-    let target = target(op)
-    guard let model = ops[target], model.queue < queues.count, queues[model.queue].released else {
-      return false
-    }
-    return stranded(target, ignoring: op)
-  }
-
-  /// Cancelling this caller's handle would leave its shared work, in a released queue, held with
-  /// nobody to resume it (callers that dropped their handles still wait for it).
-  private func wouldStrand(cancellingFollower op: Int) -> Bool {
-    guard let leader = ops[op]?.leader, !ops[op]!.state.isTerminal else { return false }
-    let othersWait = ops[leader]!.followers.contains { $0 != op && !ops[$0]!.state.isTerminal }
-    return othersWait && wouldStrand(droppingHandle: op)
   }
 
   private mutating func create(_ op: Int, queue: Int, priority: Int, body: BodySpec, isBarrier: Bool = false)
@@ -654,6 +662,66 @@ struct ReferenceModel: Sendable {
   /// slot is free, the ready op or paused body competing for a slot of highest priority, first
   /// submitted first. Then notes which bodies may move.
   private mutating func settle() {
+    repeat { startWhatMayStart() } while releaseUnkept()
+    noteMovable()
+  }
+
+  /// Handles gone since the last `takeGoneHandles()`: the ops whose last reference went while
+  /// they were unfinished, in the order they went.
+  private var goneHandles: [Int] = []
+
+  mutating func takeGoneHandles() -> [Int] {
+    defer { goneHandles = [] }
+    return goneHandles
+  }
+
+  /// Once its queue is released (and no unfinished op's body or handler captures its owner any
+  /// more), an op held by `pause()` is let go of by the queue (shared work: its callers'
+  /// handles), and kept only by references outside it: the script's handles, and unfinished
+  /// ops that depend on it (shared work: its callers' handles, a follower waits for it). An
+  /// unfinished op that nothing keeps has its handle gone; if it (its shared work) is still held,
+  /// it is cancelled, as nobody could resume it. Returns whether it cancelled anything.
+  private mutating func releaseUnkept() -> Bool {
+    let captured = Set(ops.values.filter { !$0.state.isTerminal }.flatMap(\.captures))
+    for (op, model) in ops
+    where model.pauseHeld && !model.letGo && !model.state.isTerminal && model.queue < queues.count
+      && queues[model.queue].released && !captured.contains(model.queue)
+    {
+      ops[op]!.letGo = true
+    }
+    guard ops.values.contains(where: { $0.letGo && !$0.state.isTerminal }) else { return false }
+    var kept = Set<Int>()
+    for (op, model) in ops {
+      let isShared = !model.followers.isEmpty
+      if model.handleHeld
+        || (model.enqueued && model.leader == nil && !model.state.isTerminal && (!model.letGo || isShared))
+      {
+        kept.insert(op)
+      }
+      if isShared, !model.letGo, !model.state.isTerminal {
+        kept.formUnion(model.followers.filter { !ops[$0]!.state.isTerminal })
+      }
+    }
+    var stack = Array(kept)
+    while let op = stack.popLast() {
+      guard !ops[op]!.state.isTerminal else { continue }  // an ended op owns no dependency
+      for next in ops[op]!.allDependencies where kept.insert(next).inserted { stack.append(next) }
+    }
+    var cancelled = false
+    for op in sortedOpIndices
+    where !ops[op]!.state.isTerminal && !ops[op]!.handleGone && !kept.contains(op) {
+      ops[op]!.handleGone = true
+      goneHandles.append(op)
+      if ops[target(op)]!.pauseHeld {
+        cancel(op)
+        cancelled = true
+      }
+    }
+    return cancelled
+  }
+
+  /// Recounts excess requests, then starts what may start (see `settle()`).
+  private mutating func startWhatMayStart() {
     // One pass over the ops (a model op is costly to copy in a debug build): per queue, the
     // slot holders, whether excess requests are out, and what may start.
     var holders = [Int](repeating: 0, count: queues.count)
@@ -692,7 +760,6 @@ struct ReferenceModel: Sendable {
         holders[queue] += 1
       }
     }
-    noteMovable()
   }
 
   private func canMove(_ op: Op) -> Bool {

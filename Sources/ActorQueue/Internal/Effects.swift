@@ -124,6 +124,8 @@ struct SchedulerEffects: Sendable {
     /// The external work of operations that ended: told so (`ended()`), then released.
     var endedExternal: (any ExternalWork)?
     var moreEndedExternal: [any ExternalWork]?
+    /// The call's work beyond this hold of the lock: its next slices (see `BulkWork`).
+    var bulk: BulkWork?
   }
 
   private var lists: Lists?
@@ -214,6 +216,25 @@ struct SchedulerEffects: Sendable {
     }
   }
 
+  /// Leave `work` to the caller's next slices, once these effects are performed.
+  mutating func addBulk(_ work: consuming BulkWork) {
+    if recorded.bulk == nil {
+      recorded.bulk = work
+    } else {
+      recorded.bulk!.merge(work)
+    }
+  }
+
+  /// The work left to the caller's next slices (for tests).
+  var bulk: BulkWork? { lists?.bulk }
+
+  /// Takes the work left to the caller's next slices, which it then does itself (the harness of
+  /// the scheduler's tests).
+  mutating func takeBulk() -> BulkWork? {
+    guard lists != nil else { return nil }
+    return lists!.bulk.take()
+  }
+
   /// Start the external work of `index`: in the slot it was just given, or, cancelled while
   /// waiting, outside any slot. Its end is reported by record and identifier (a report after
   /// the record was reused finds another identifier and is ignored), so the work holds no
@@ -246,6 +267,7 @@ struct SchedulerEffects: Sendable {
     let lists = lists.take()
     garbage = Garbage()
     guard let lists else { return }
+    if lists.bulk != nil { Engine.callsInSlices.add(1, ordering: .relaxed) }
     if let resumptions = lists.resumptions { for resumption in resumptions { resumption() } }
     if let work = lists.endedExternal {
       work.ended()
@@ -256,6 +278,7 @@ struct SchedulerEffects: Sendable {
     if let cancellations = lists.cancellations { for worker in cancellations { worker.cancelTask() } }
     if let externalCancels = lists.externalCancels { for work in externalCancels { work.cancel() } }
     if let first = lists.externalStart { Engine.startExternal(first, then: lists.externalStarts) }
+    if let bulk = lists.bulk { Engine.continueBulk(bulk) }
   }
 }
 

@@ -64,6 +64,26 @@ enum Engine {
     }
   }
 
+  /// Does the work a call left beyond its first hold of the lock, one slice per hold, performing
+  /// each slice's effects before the next (see `BulkWork`): the call returns once all is done,
+  /// and other callers take the lock between slices.
+  @inline(never)
+  static func continueBulk(_ first: BulkWork) {
+    var work: BulkWork? = first
+    while let next = work.take() {
+      var effects = SchedulerEffects()
+      scheduler.withLock { $0.continueBulk(next, now: now, &effects) }
+      work = effects.takeBulk()
+      effects.perform()
+    }
+    callsInSlices.subtract(1, ordering: .relaxed)
+  }
+
+  /// Calls whose work goes on in slices (see `BulkWork`), counted from before the effects of
+  /// their first slice are performed until their last slice's are (for tests: what another
+  /// thread reads meanwhile may show part of such a call's work done).
+  static let callsInSlices = Atomic<Int>(0)
+
   /// Reads the scheduler under the lock. The body must not return anything user-owned whose
   /// last reference it could drop.
   @inline(__always)

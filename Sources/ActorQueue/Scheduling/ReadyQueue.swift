@@ -139,9 +139,16 @@ struct ReadyQueue<Element> {
       count = 0
       return
     }
-    marked.insert(stamp)
     lanes[priority.rank].live -= 1
     count -= 1
+    // The lane's next entry (cancelling a queue's operations in submission order meets them so):
+    // taken out at once, leaving no mark to skip and compact later.
+    if lanes[priority.rank].lowest?.stamp == stamp {
+      _ = lanes[priority.rank].popLowest()
+      if count == 0 { removeAll() }
+      return
+    }
+    marked.insert(stamp)
     if count == 0 {
       removeAll()
     } else if marked.count > 64 && marked.count > count {

@@ -142,19 +142,25 @@ extension Scheduler {
   /// (appended to the work list of ``terminate(_:as:error:_:)``).
   @inline(never)  // rare: kept out of the hot paths that test for it
   mutating func endFollowers(
-    of leader: Int, as terminal: OperationState, into work: inout [(Int, OperationState, (any Error)?)],
-    _ effects: inout Effects
+    of leader: Int, as terminal: OperationState, into work: inout [PendingEnd], _ effects: inout Effects
   ) {
     let followers = operations[leader].extras!.followers
     operations[leader].extras!.followers = []
-    // Released after unlocking, once every handle has ended (below, through the work list).
-    for handle in operations[leader].extras!.followerHandles { effects.garbage.keep(handle: handle) }
+    // Each handle the work kept goes with its end (through the work list, maybe in a later
+    // slice): released after it has ended, so that a handle its caller dropped still ends.
+    var kept: [Int: Handle] = [:]
+    for handle in operations[leader].extras!.followerHandles { kept[handle.recordIndex] = handle }
     operations[leader].extras!.followerHandles = []
     for entry in followers where isUnfinished(entry) {
       operations[entry.index].outcome = operations[leader].outcome
       operations[entry.index].thrownError = operations[leader].thrownError
       if terminal == .cancelled { operations[entry.index].cancelRequested = true }
-      work.append((entry.index, terminal, nil))
+      work.append(
+        PendingEnd(
+          index: entry.index, id: entry.id, terminal: terminal, error: nil,
+          keeps: kept.removeValue(forKey: entry.index)
+        ))
     }
+    for handle in kept.values { effects.garbage.keep(handle: handle) }
   }
 }

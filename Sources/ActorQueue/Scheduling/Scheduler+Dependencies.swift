@@ -59,10 +59,22 @@ extension Scheduler {
       operations[dependent].dependencies.append(DependencyEdge(index: index, handle: dependency))
       position = operations[dependent].dependencies.count - 1
       operations[dependent].edgePositions?[index] = position
-      requiredSuccessBefore = false
       if !dependencyEnded {
+        // The new entry carries its requirement: found again later, it cost a scan of the
+        // dependency's dependents per edge (quadratic for a fan-out of typed inputs).
+        let requiresSuccess: Bool =
+          switch part {
+          case .explicit(let requiresSuccess): requiresSuccess
+          case .input: true
+          case .barrier: false
+          }
         operations[index].dependents.append(
-          DependentEntry(index: dependent, id: operations[dependent].id, requiresSuccess: false))
+          DependentEntry(index: dependent, id: operations[dependent].id, requiresSuccess: requiresSuccess))
+        requiredSuccessBefore = requiresSuccess
+      } else {
+        requiredSuccessBefore = false
+      }
+      if !dependencyEnded {
         operations[dependent].unfinishedDependencies += 1
         if operations[dependent].readyStamp != nil {
           withdrawFromReady(dependent)

@@ -12,23 +12,12 @@ extension Scheduler {
     settle(now: now, &effects)
   }
 
-  /// `cancelAllOperations()`: cancels every unfinished operation of `queue`. Starts are decided
-  /// only after every one of them is cancelled, so an operation that a cancellation makes ready
-  /// (its dependency was cancelled) is cancelled too before anything could claim it. O(n).
+  /// `cancelAllOperations()`: cancels every unfinished operation of `queue` (those added before
+  /// the call), in slices of the lock (see `BulkWork`). The queue starts nothing until every one
+  /// of them is cancelled, so an operation that a cancellation makes ready (its dependency was
+  /// cancelled) is cancelled too before anything could claim it. O(n) in all, O(1) per hold.
   mutating func cancelAll(in queue: Int, now: () -> SchedulerInstant, _ effects: inout Effects) {
-    // The longest critical section there is: the records of the cancelled operations are left
-    // for their handles' `deinit`s, after unlocking, so that it does only the cancelling
-    // (measured with 100,000 waiting operations: freeing them inline made another queue's
-    // submission wait 18–22 ms instead of 12–15 ms).
-    isEndingInBulk = true
-    defer { isEndingInBulk = false }
-    let indices = unfinishedIndices(of: queue)
-    // Every ready operation is about to end: withdrawing them all at once keeps cancelling n
-    // waiting operations O(n).
-    queues[queue].machine.withdrawAll()
-    queues[queue].pausedInReady = 0
-    for index in indices { operations[index].readyStamp = nil }
-    for index in indices { cancel(index, &effects) }
+    beginWalk(.cancel, in: queue, &effects)
     settle(now: now, &effects)
   }
 
@@ -118,24 +107,20 @@ extension Scheduler {
   /// cannot exhaust the stack; an operation reached twice, as the bottom of a diamond, ends
   /// once). `error`: the operation ends without its work having run (cancelled while waiting,
   /// or a required input did not finish); `nil` when the outcome was recorded already.
+  ///
+  /// Within one hold of the lock, at most ``sliceLimit`` dependents are released or ended; the
+  /// rest is left to the caller's next slices (see `BulkWork`).
   mutating func terminate(
     _ index: Int, as terminal: OperationState, error: (any Error)?, _ effects: inout Effects
   ) {
-    var work: [(Int, OperationState, (any Error)?)] = []
+    var work: [PendingEnd] = []
     endOne(index, as: terminal, error: error, into: &work, &effects)
-    while let (dependent, terminal, error) = work.popLast() {
-      guard !operations[dependent].state.isTerminal, !operations[dependent].isDetached else { continue }
-      if terminal == .cancelled, startsWhenCancelled(dependent) {
-        cancelWaiting(dependent, &effects)
-        continue
-      }
-      endOne(dependent, as: terminal, error: error, into: &work, &effects)
-    }
+    if !work.isEmpty { finishEnds(&work, &effects) }
   }
 
-  private mutating func endOne(
+  mutating func endOne(
     _ index: Int, as terminal: OperationState, error: (any Error)?,
-    into work: inout [(Int, OperationState, (any Error)?)], _ effects: inout Effects
+    into work: inout [PendingEnd], _ effects: inout Effects
   ) {
     precondition(terminal.isTerminal, "Internal inconsistency: ending in non-terminal state \(terminal)")
     precondition(
@@ -252,28 +237,28 @@ extension Scheduler {
   /// to `work`) when it required `index` to finish.
   @inline(never)
   private mutating func releaseDependents(
-    of index: Int, _ terminal: OperationState, into work: inout [(Int, OperationState, (any Error)?)],
-    _ effects: inout Effects
+    of index: Int, _ terminal: OperationState, into work: inout [PendingEnd], _ effects: inout Effects
   ) {
     let dependents = operations[index].dependents
     operations[index].dependents = []
-    for entry in dependents where isUnfinished(entry) {
-      let dependent = entry.index
-      precondition(
-        operations[dependent].state == .pending && operations[dependent].unfinishedDependencies > 0,
-        "Internal inconsistency: \(operations[dependent].id) was \(operations[dependent].state) with an unfinished dependency"
-      )
-      operations[dependent].unfinishedDependencies -= 1
-      if entry.requiresSuccess && terminal != .finished {
-        if terminal == .cancelled {
-          work.append((dependent, .cancelled, cancellationError))
-        } else {
-          work.append((dependent, .failed, dependencyFailure(of: index)))
-        }
-      } else if operations[dependent].unfinishedDependencies == 0, operations[dependent].queue >= 0 {
-        makeReady(dependent, &effects)
+    let failure: (any Error)? =
+      switch terminal {
+      case .finished: nil
+      case .cancelled: cancellationError
+      default: dependencyFailure(of: index)
       }
-    }
+    let id = operations[index].id
+    let stopped = releaseEntries(
+      dependents, from: 0, of: index, id: id, terminal: terminal, failure: failure, deferred: false,
+      into: &work,
+      &effects)
+    guard stopped < dependents.count else { return }
+    // The rest in the caller's next slices.
+    bulk.releases.append(
+      BulkWork.Release(
+        dependency: index, dependencyID: id, terminal: terminal, failure: failure, entries: dependents,
+        next: stopped))
+    markBulk()
   }
 
   /// An ended operation no longer owns its dependencies (no retain cycle can form through it);
@@ -298,6 +283,7 @@ extension Scheduler {
       handle != nil || operations[index].isLetGo, "Internal inconsistency: an operation left its queue twice")
     let previous = operations[index].previousInQueue
     let next = operations[index].nextInQueue
+    if !queues[queue].walkCursors.isEmpty { advanceWalkCursors(in: queue, past: index, to: next) }
     if previous >= 0 { operations[previous].nextInQueue = next } else { queues[queue].first = next }
     if next >= 0 { operations[next].previousInQueue = previous } else { queues[queue].last = previous }
     operations[index].previousInQueue = -1

@@ -248,16 +248,18 @@ extension Scheduler {
   // MARK: A whole queue
 
   /// Pauses every unfinished operation of `queue` (as `pause()` on each; running external work
-  /// is left running). Operations added later are not paused. O(n).
+  /// is left running), in slices of the lock (see `BulkWork`); the queue starts nothing
+  /// meanwhile. Operations added later are not paused. O(n) in all, O(1) per hold.
   mutating func pauseAll(in queue: Int, now: () -> SchedulerInstant, _ effects: inout Effects) {
-    for index in unfinishedIndices(of: queue) { pause(index, &effects) }
+    beginWalk(.pause, in: queue, &effects)
     settle(now: now, &effects)
   }
 
-  /// Resumes every unfinished operation of `queue`, whichever way it was paused. O(n).
+  /// Resumes every unfinished operation of `queue`, whichever way it was paused, in slices of
+  /// the lock; the queue starts nothing until every one is resumed, so they start by priority.
+  /// O(n) in all, O(1) per hold.
   mutating func resumeAll(in queue: Int, now: () -> SchedulerInstant, _ effects: inout Effects) {
-    for index in unfinishedIndices(of: queue) { resume(index, &effects) }
-    touch(queue)
+    beginWalk(.resume, in: queue, &effects)
     settle(now: now, &effects)
   }
 

@@ -51,6 +51,8 @@ extension Scheduler {
     }
     if queues[queue].hasExcessRequests { touch(queue) }  // a freed slot may withdraw a request
     terminate(index, as: terminal, error: nil, &effects)
+    // Dependents still to release in later slices may be this queue's: it claims nothing before.
+    if hasBulk { holdForBulk(queue) }
     let action: WorkerAction
     if taskCancelled {
       queues[queue].machine.workerRetired()

@@ -515,6 +515,8 @@ struct QueueRecord: Sendable {
   /// Some operation with external work was added (sticky): only then does deciding starts
   /// look for external work at the head of the ready set.
   var hasExternalWork = false
+  /// Where each whole-queue call in progress is in this queue's list (see `BulkWork`).
+  var walkCursors: [WalkCursor] = []
 
   /// Whether an operation added now may start in one step (`Scheduler.startOnIdle`), as far as
   /// this record knows; the start rule decides the rest (`SchedulerStateMachine.startOnIdle()`).
@@ -553,9 +555,22 @@ struct Scheduler: Sendable {
   private var peakLiveOperations = 0
   private var createdSinceJudged = 0
   private var storageJudgedAt: SchedulerInstant?
-  /// `cancelAllOperations()` is ending many operations in one event: their records are not
-  /// freed inline (see `cancelAll(in:now:_:)`).
+  /// A whole-queue walk is cancelling operations (`cancelAllOperations()`, a suspended queue's
+  /// release): their records are left for their handles' `deinit`s, after unlocking, so that
+  /// each slice does only the cancelling.
   var isEndingInBulk = false
+  /// The current event's work beyond its slice, handed to its caller at the end of the event
+  /// (see `BulkWork`); `hasBulk` says whether there may be any.
+  var bulk = BulkWork()
+  var hasBulk = false
+  /// Units of bulk work done in the current hold of the lock, and the most one hold may do
+  /// (see `BulkWork`).
+  var sliceWork = 0
+  var sliceLimit = Scheduler.defaultSliceLimit
+  /// The most units of bulk work any one hold of the lock did (for tests).
+  var largestSlice = 0
+  /// Identifies whole-queue walks.
+  var nextWalkToken: UInt64 = 0
   var queues: [QueueRecord] = []
   private var freeQueues: [Int] = []
   private var nextQueueGeneration: UInt64 = 0
@@ -569,7 +584,7 @@ struct Scheduler: Sendable {
   /// lingering never keeps more than one thread of the pool busy.
   var lingeringWorkers = 0
   /// Queues changed by the current event, whose starts `settle` decides.
-  private var touched: [Int] = []
+  var touched: [Int] = []
   /// Handles let go of by released operations while another thread releases a chain of them
   /// (see ``releaseOperation(_:owner:now:)``).
   private var releaseBacklog: [Handle] = []
@@ -775,24 +790,17 @@ struct Scheduler: Sendable {
   /// The queue's `ActorQueue` was released. A suspended queue that nobody can resume any more
   /// cancels its waiting operations; a queue with nothing left is freed (its event streams
   /// end).
+  ///
+  /// Nobody can reach what `pause()` holds there but through a handle outside the queue: the
+  /// queue lets go of it, so that it ends once the last such handle goes. Suspended, nobody can
+  /// resume the queue: what waits for a start or for a slot again (a body paused at a
+  /// checkpoint) would wait forever, and is cancelled. Both in slices of the lock, as
+  /// `cancelAllOperations()`.
   mutating func releaseQueue(_ queue: Int, now: () -> SchedulerInstant, _ effects: inout Effects) {
     queues[queue].isReleased = true
-    // Nobody can reach what `pause()` holds there but through a handle outside the queue: the
-    // queue lets go of it, so that it ends once the last such handle goes.
-    for index in unfinishedIndices(of: queue) where operations[index].pauseHeld { letGo(index, &effects) }
-    if queues[queue].machine.isSuspended {
-      isEndingInBulk = true
-      defer { isEndingInBulk = false }
-      // Nobody can resume the queue: what waits for a start or for a slot again (a body paused
-      // at a checkpoint) would wait forever.
-      for index in unfinishedIndices(of: queue)
-      where operations[index].state == .pending || operations[index].state == .ready
-        || isPausedInBody(index)
-      {
-        cancel(index, &effects)
-      }
-    }
-    freeQueueIfDone(queue, &effects)
+    let reference = QueueReference(index: queue, generation: queues[queue].generation)
+    if queues[queue].first >= 0 { beginWalk(.release, in: queue, &effects) }
+    if isLive(reference) { freeQueueIfDone(queue, &effects) }
     settle(now: now, &effects)
   }
 
@@ -1002,6 +1010,7 @@ struct Scheduler: Sendable {
     guard !queues[queue].isTouched else { return }
     queues[queue].isTouched = true
     touched.append(queue)
+    if hasBulk { holdForBulk(queue) }
   }
 
   /// Decides the starts of every queue the current event changed: called once, at the end of
@@ -1009,6 +1018,7 @@ struct Scheduler: Sendable {
   /// the best ready operation claimed for it here, so an add→start on an idle queue takes the
   /// lock once on each side.
   mutating func settle(now: () -> SchedulerInstant, _ effects: inout Effects) {
+    if hasBulk { holdOrLetGoQueues() }
     var position = 0
     while position < touched.count {
       let queue = touched[position]
@@ -1040,6 +1050,7 @@ struct Scheduler: Sendable {
     // here rather than in the call, which costs every event a call (callgrind: 43 instructions
     // per `addOperation`).
     if freeOperations.count == operations.count { judgeStorageIfAllFree(now: now) }
+    if sliceWork > 0 || hasBulk { endSlice(&effects) }
     // Emptied from the end, keeping the storage: nearly always one element, and
     // `removeAll(keepingCapacity:)` costs a general range replacement (about 60 instructions
     // per event, counted with callgrind) where `removeLast()` costs a few.

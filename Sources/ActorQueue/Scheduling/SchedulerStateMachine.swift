@@ -29,6 +29,11 @@ struct SchedulerStateMachine<Element> {
 
   private(set) var limit: Int
   private(set) var isSuspended: Bool
+  /// Whole-queue calls in progress whose contract forbids a start in between (cancelling,
+  /// pausing or resuming every operation, done in slices of the lock).
+  private(set) var walks = 0
+  /// No operation may start: suspended, or a whole-queue call is in progress.
+  private var startsStopped = false
   private(set) var executing = 0
   private(set) var startingWorkers = 0
   /// The starting worker is one that lingers (it runs already and polls for work).
@@ -38,12 +43,13 @@ struct SchedulerStateMachine<Element> {
   init(limit: Int, isSuspended: Bool = false) {
     self.limit = limit
     self.isSuspended = isSuspended
+    startsStopped = isSuspended
   }
 
   /// Ready operations waiting for a slot.
   var readyCount: Int { ready.count }
 
-  private var canStart: Bool { !isSuspended && executing < limit && !ready.isEmpty }
+  private var canStart: Bool { !startsStopped && executing < limit && !ready.isEmpty }
 
   /// Whether a new worker must be started now; if so, it is counted as starting.
   mutating func needsWorker() -> Bool {
@@ -89,6 +95,19 @@ struct SchedulerStateMachine<Element> {
     ready.removeAll()
   }
 
+  /// A whole-queue call began that no start may interleave with; nothing starts until it ends.
+  mutating func beginWalk() {
+    walks += 1
+    startsStopped = true
+  }
+
+  /// A whole-queue call begun with ``beginWalk()`` ended.
+  mutating func endWalk() {
+    precondition(walks > 0, "Internal inconsistency: a walk ended that had not begun")
+    walks -= 1
+    startsStopped = isSuspended || walks > 0
+  }
+
   /// The limit changed. Raising it may start workers; lowering it governs every later start.
   mutating func setLimit(_ newLimit: Int) {
     precondition(newLimit >= 1, "Internal inconsistency: limit \(newLimit) was not validated")
@@ -98,6 +117,7 @@ struct SchedulerStateMachine<Element> {
   /// The queue was suspended or resumed.
   mutating func setSuspended(_ suspended: Bool) {
     isSuspended = suspended
+    startsStopped = isSuspended || walks > 0
   }
 
   /// An operation arrives on an idle queue (nothing executing, nothing ready, no worker starting
@@ -106,7 +126,7 @@ struct SchedulerStateMachine<Element> {
   /// worker's ``workerStarted()`` in a row, in one step; returns `false`, changing nothing, when
   /// the queue is not idle.
   mutating func startOnIdle() -> Bool {
-    guard startingWorkers == 0, executing == 0, ready.isEmpty, !isSuspended else { return false }
+    guard startingWorkers == 0, executing == 0, ready.isEmpty, !startsStopped else { return false }
     executing = 1
     return true
   }
@@ -133,7 +153,7 @@ struct SchedulerStateMachine<Element> {
   /// and no other worker is starting; it then counts as the starting worker until it calls
   /// ``workerStarted()`` again, so that operations made ready meanwhile are left for it.
   mutating func lingerIfIdle() -> Bool {
-    guard startingWorkers == 0, executing == 0, ready.isEmpty, !isSuspended else { return false }
+    guard startingWorkers == 0, executing == 0, ready.isEmpty, !startsStopped else { return false }
     startingWorkers = 1
     isLingering = true
     return true

@@ -1,7 +1,8 @@
-import ActorQueue
 import Foundation
 import Synchronization
 import TestSupport
+
+@testable import ActorQueue
 
 /// What a script's bodies capture instead of the queue itself: "an object owning a queue".
 final class QueueBox: Sendable {
@@ -161,6 +162,8 @@ struct RealQueueExecutor: ScriptExecutor {
   }
 
   func run(_ script: Script) async -> ScriptFailure? {
+    // The process's own scheduler: the scripts run in a child process of their own.
+    Engine.read { $0.sliceLimit = script.sliceLimit }
     let run = RealRun(
       script: script, checkFreeingEachStep: checkFreeingEachStep, checkFreeingAtEnd: checkFreeingAtEnd)
     let failure = await run.execute()
@@ -593,6 +596,11 @@ private final class RealRun {
   /// one at a time, in the model's order; then compares every op's exact state.
   private func quiesce(step: Int) async -> String? {
     while true {
+      // A call done in slices (an end that releases many dependents, on a worker's thread) may
+      // interleave with this thread's reads: the model's outcome holds once it returned.
+      guard
+        await eventuallyFreed(within: .seconds(10), { Engine.callsInSlices.load(ordering: .relaxed) == 0 })
+      else { return "a call done in slices did not return" }
       if let problem = await waitForExecuting() { return problem }
       guard let move = model.nextMove() else { break }
       guard let id = ids[move.op], let permits = gates[move.op] else {

@@ -38,6 +38,7 @@ private struct ValueRun {
     self.script = script
     self.waitsOutLingers = waitsOutLingers
     model = ReferenceModel(queueLimits: script.queueLimits)
+    harness.scheduler.sliceLimit = script.sliceLimit
     for limit in script.queueLimits {
       queues.append(harness.makeQueue(limit: limit == -1 ? .max : limit))
     }

@@ -88,8 +88,33 @@ struct SchedulerHarness {
     var effects = SchedulerEffects()
     let instant = now
     let result = try body(&scheduler, { instant }, &effects)
+    let bulk = effects.takeBulk()
     record(effects)
+    precondition(!scheduler.hasBulk, "an event left bulk work in the scheduler instead of its effects")
+    if let bulk { pendingBulk.append(bulk) }
+    if continuesBulkAtOnce { while continueBulk() {} }
     return result
+  }
+
+  /// Whether an event's work beyond its slice is done at once, slice after slice, as `Engine`
+  /// does; `false`: it waits in ``pendingBulk`` until the test calls ``continueBulk()``, so
+  /// that other events can run between its slices.
+  var continuesBulkAtOnce = true
+  /// Work left by events beyond their slices (see `BulkWork`), oldest first.
+  private(set) var pendingBulk: [BulkWork] = []
+
+  /// Does the next slice of the oldest work left; returns whether there was any.
+  @discardableResult
+  mutating func continueBulk() -> Bool {
+    guard !pendingBulk.isEmpty else { return false }
+    let work = pendingBulk.removeFirst()
+    var effects = SchedulerEffects()
+    let instant = now
+    scheduler.continueBulk(work, now: { instant }, &effects)
+    let more = effects.takeBulk()
+    record(effects)
+    if let more { pendingBulk.insert(more, at: 0) }
+    return true
   }
 
   /// Prepares and submits operations one call each, as `addOperation` does: through the

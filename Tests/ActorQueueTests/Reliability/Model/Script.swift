@@ -1,3 +1,5 @@
+@testable import ActorQueue
+
 /// A script for the model-based random tester: a list of steps over 2–3 queues, each step one
 /// public action. Operations are named by the index of the step that created them (`op`), queues
 /// by their index in ``queueLimits``. A step that refers to something a shrunk script no longer
@@ -178,5 +180,14 @@ extension BodySpec {
     throwing = try container.decode(Bool.self, forKey: .throwing)
     capturesQueue = try container.decodeIfPresent(Int.self, forKey: .capturesQueue)
     handlerCapturesQueue = try container.decodeIfPresent(Int.self, forKey: .handlerCapturesQueue)
+  }
+}
+
+extension Script {
+  /// The scheduler's slice limit for this script (see `BulkWork`): in three scripts of four so
+  /// small (1 to 3) that every call on more than that many operations or dependents is done in
+  /// slices, each slice its own hold of the lock; the default in the others.
+  var sliceLimit: Int {
+    seed % 4 == 0 ? Scheduler.defaultSliceLimit : Int(seed % 3) + 1
   }
 }

@@ -1,0 +1,204 @@
+import Synchronization
+import TestSupport
+import Testing
+
+@testable import ActorQueue
+
+/// Found when the API was tried as a hostile user would (issue 25): every queue shares the
+/// scheduler's lock, and `cancelAllOperations()` on 100,000 waiting operations held it long
+/// enough that another queue's `addOperation` waited 11–33 ms. Every call whose work grows with
+/// a queue or a fan-out now does it in slices of at most `Scheduler.sliceLimit` units per hold
+/// of the lock (`BulkWork`), and still returns only once it is all done. On the scheduler value
+/// (the harness holds the slices back, so other events run between them) and on real queues.
+@Suite(
+  "Reliability: no call holds the lock for work that grows with a queue",
+  .timeLimit(.minutes(hangLimitMinutes)))
+struct BoundedCriticalSectionTests {
+  /// A harness whose events leave their work beyond `limit` units for the test to continue.
+  private func harness(sliceLimit limit: Int) -> SchedulerHarness {
+    var h = SchedulerHarness()
+    h.scheduler.sliceLimit = limit
+    h.continuesBulkAtOnce = false
+    return h
+  }
+
+  private func names(_ prefix: String, _ count: Int) -> [String] { (0..<count).map { "\(prefix)\($0)" } }
+
+  @Test(
+    "cancelAllOperations() on 5,000 waiting ops: at most the slice limit per hold, the queue starts nothing between slices, other queues run"
+  )
+  func cancelAllInSlices() {
+    var h = harness(sliceLimit: 100)
+    let q = h.makeQueue(limit: 1)
+    let other = h.makeQueue(limit: 1)
+    h.add("blocker", to: q)
+    let waiting = names("w", 5_000)
+    for name in waiting { h.add(name, to: q) }
+    h.event { s, now, e in s.cancelAll(in: q, now: now, &e) }
+    #expect(!h.pendingBulk.isEmpty, "5,000 cancellations do not fit one slice of 100")
+    #expect(h.scheduler.largestSlice <= 100)
+    #expect(waiting.filter { h.state($0) == .cancelled }.count < 200)
+
+    // Between slices: another queue's submission starts at once; the blocker's end frees the
+    // cancelled queue's slot, but nothing there starts (the rest is about to be cancelled).
+    h.add("elsewhere", to: other)
+    #expect(h.running.contains("elsewhere"))
+    h.end("blocker")
+    #expect(!h.running.contains { $0.hasPrefix("w") })
+
+    var slices = 1
+    while h.continueBulk() {
+      slices += 1
+      #expect(!h.running.contains { $0.hasPrefix("w") })
+    }
+    #expect(slices >= 50)
+    #expect(h.scheduler.largestSlice <= 100)
+    #expect(waiting.allSatisfy { h.state($0) == .cancelled })
+    #expect(h.scheduler.unfinishedCount(of: q) == 0)
+  }
+
+  @Test(
+    "An op's end releases its 5,000 dependents in slices; they start by priority once all are released, as if in one event"
+  )
+  func dependentsInSlices() throws {
+    var h = harness(sliceLimit: 100)
+    let q = h.makeQueue(limit: 1)
+    let dependentsQueue = h.makeQueue(limit: 1)
+    h.event { s, now, e in s.setSuspended(true, of: dependentsQueue, now: now, &e) }
+    h.add("input", to: q)
+    let dependents = names("d", 5_000)
+    for name in dependents {
+      h.makeOperation(name)
+      try h.depend(h[name], on: h["input"])
+    }
+    let last = h.makeOperation("urgent", priority: .veryHigh)
+    try h.depend(last, on: h["input"])
+    try h.submit(dependents + ["urgent"], to: dependentsQueue)
+    h.event { s, now, e in s.setSuspended(false, of: dependentsQueue, now: now, &e) }
+    #expect(h.running == ["input"])
+
+    h.end("input")
+    #expect(!h.pendingBulk.isEmpty)
+    while h.continueBulk() {
+      #expect(!h.running.contains { $0.hasPrefix("d") }, "started before the urgent dependent was released")
+    }
+    #expect(h.scheduler.largestSlice <= 100)
+    #expect(h.running == ["urgent"], "the highest priority of all 5,001 starts first")
+    #expect(dependents.allSatisfy { h.state($0) == .ready })
+  }
+
+  @Test("An op that fails ends its 5,000 dependents that required it, in slices, transitively")
+  func failedDependentsInSlices() throws {
+    var h = harness(sliceLimit: 50)
+    let q = h.makeQueue()
+    h.add("input", to: q)
+    let dependents = names("d", 2_000)
+    var previous = "input"
+    for name in dependents {
+      h.makeOperation(name)
+      try h.depend(h[name], on: h["input"], requiring: .success)
+      // And a chain beside the fan-out: each also requires the one before it.
+      try h.depend(h[name], on: h[previous], requiring: .success)
+      previous = name
+    }
+    try h.submit(dependents, to: q)
+    h.end("input", with: .failure(SliceTestFailure()))
+    while h.continueBulk() {}
+    #expect(h.scheduler.largestSlice <= 50)
+    #expect(dependents.allSatisfy { h.state($0) == .failed })
+  }
+
+  @Test(
+    "pauseAllOperations() and resumeAllOperations() in slices: nothing starts between slices; resumed, the highest priority starts first"
+  )
+  func pauseAndResumeAllInSlices() {
+    var h = harness(sliceLimit: 100)
+    let q = h.makeQueue(limit: 1)
+    h.add("blocker", to: q)
+    let waiting = names("w", 3_000)
+    for name in waiting { h.add(name, to: q) }
+    h.add("urgent", priority: .veryHigh, to: q)
+    h.pauseAll(in: q)
+    #expect(!h.pendingBulk.isEmpty)
+    h.end("blocker")  // frees the slot while most of the queue is not held yet
+    #expect(h.running.isEmpty)
+    while h.continueBulk() { #expect(h.running.isEmpty) }
+    #expect(waiting.allSatisfy { h.state($0) == .pending && h.scheduler.isPaused(h.index($0)) })
+
+    h.resumeAll(in: q)
+    #expect(!h.pendingBulk.isEmpty)
+    #expect(h.running.isEmpty)
+    while h.continueBulk() {
+      if !h.pendingBulk.isEmpty { #expect(h.running.isEmpty) }
+    }
+    #expect(h.pendingBulk.isEmpty)
+    #expect(h.running == ["urgent"], "added last, resumed last, started first: all resumed before any start")
+    #expect(h.scheduler.largestSlice <= 100)
+  }
+
+  @Test("A suspended queue released with 3,000 waiting ops cancels them in slices")
+  func releaseInSlices() {
+    var h = harness(sliceLimit: 100)
+    let q = h.makeQueue(limit: 1)
+    h.event { s, now, e in s.setSuspended(true, of: q, now: now, &e) }
+    let waiting = names("w", 3_000)
+    for name in waiting { h.add(name, to: q) }
+    h.event { s, now, e in s.releaseQueue(q, now: now, &e) }
+    #expect(!h.pendingBulk.isEmpty)
+    while h.continueBulk() {}
+    #expect(waiting.allSatisfy { h.state($0) == .cancelled })
+    #expect(h.scheduler.largestSlice <= 100)
+  }
+
+  // MARK: Real queues
+
+  @Test(
+    "cancelAllOperations() on 100,000 waiting ops lets other callers in between slices, and returns with all of them ended"
+  )
+  func cancelAllLetsOthersIn() async {
+    let waiting = ActorQueue(name: "backlog")
+    let other = ActorQueue(name: "ui")
+    waiting.isSuspended = true
+    let seenLeft = Mutex<Int?>(nil)
+    let ended = Atomic<Int>(0)
+    let started = Gate()
+    for index in 0..<100_000 {
+      let operation = waiting.addOperation {}
+      if index == 0 {
+        // Runs as the first slice's effect, before the next slice takes the lock: another
+        // caller's calls go through while most of the backlog still waits.
+        operation.onCompletion { _ in
+          seenLeft.withLock { $0 = waiting.operationCount }
+          other.addOperation { started.open() }
+        }
+      }
+      operation.onCompletion { _ in ended.add(1, ordering: .relaxed) }
+    }
+    waiting.cancelAllOperations()
+    #expect(ended.load(ordering: .relaxed) == 100_000, "every handler ran before the call returned")
+    #expect(waiting.operationCount == 0)
+    let left = seenLeft.withLock { $0 } ?? 0
+    #expect(left > 90_000, "another caller ran with \(left) still waiting")
+    await started.wait()
+    #expect(Engine.read { $0.largestSlice } <= Scheduler.defaultSliceLimit)
+  }
+
+  @Test("An op with 100,000 dependents on real queues: every dependent runs, released in slices")
+  func manyDependentsOnRealQueues() async throws {
+    let queue = ActorQueue(name: "fan-out", maxConcurrentOperationCount: 2)
+    queue.isSuspended = true
+    let input = queue.addOperation { 1 }
+    let ran = Atomic<Int>(0)
+    var dependents: [AnyQueueOperation] = []
+    dependents.reserveCapacity(100_000)
+    for _ in 0..<100_000 {
+      dependents.append(queue.addOperation(after: input) { _ in ran.add(1, ordering: .relaxed) })
+    }
+    queue.isSuspended = false
+    await queue.waitUntilAllOperationsAreFinished()
+    #expect(ran.load(ordering: .relaxed) == 100_000)
+    #expect(Engine.read { $0.largestSlice } <= Scheduler.defaultSliceLimit)
+  }
+}
+
+private struct SliceTestFailure: Error {}

@@ -284,7 +284,10 @@ public actor ActorQueue {
   /// failed) is accepted and stays as it is.
   ///
   /// - Throws: ``ActorQueueError/alreadyEnqueued`` if it was added to a queue before (this one
-  ///   or another); nothing changes then. (Foundation raises an exception.)
+  ///   or another); ``ActorQueueError/dependencyCycle`` if an unfinished barrier of this queue,
+  ///   which it would wait for, already waits for it (its ``ActorQueueError/cycle`` starts with
+  ///   the operation, then the barrier). Nothing changes then. (Foundation raises an exception
+  ///   for the first, and hangs for the second.)
   public nonisolated func addOperation(_ operation: AnyQueueOperation) throws {
     try addOperations([operation])
   }
@@ -295,7 +298,8 @@ public actor ActorQueue {
   /// operation added to an idle queue starts at once).
   ///
   /// - Throws: ``ActorQueueError/alreadyEnqueued`` if any of them was added to a queue before,
-  ///   or appears twice; nothing is enqueued then.
+  ///   or appears twice; ``ActorQueueError/dependencyCycle`` as ``addOperation(_:)``. Nothing is
+  ///   enqueued then.
   public nonisolated func addOperations(_ operations: [AnyQueueOperation]) throws {
     try Engine.runThrowing { (scheduler, effects) throws(ActorQueueError) in
       try scheduler.submit(operations, to: index, now: Engine.now, &effects)

@@ -18,6 +18,9 @@
 /// suite, `#expect(throws: ActorQueueError.dependencyCycle) { … }`. It is a struct with static
 /// members rather than an enum so that new codes may be added without breaking your code (a
 /// `switch` over it needs a `default`). ``description`` says what to do instead.
+///
+/// Two errors are equal when their codes are: what a refused dependency carries beyond its code
+/// (the operations on the ``cycle``) takes no part in `==` or in matching.
 public struct ActorQueueError: Error, Equatable, Sendable, CustomStringConvertible {
   private enum Code: Equatable, Sendable {
     case dependencyCycle
@@ -28,11 +31,41 @@ public struct ActorQueueError: Error, Equatable, Sendable, CustomStringConvertib
 
   private let code: Code
 
-  private init(_ code: Code) { self.code = code }
+  /// For ``dependencyCycle``, thrown by a refused call: the operations on the cycle the refused
+  /// edge would have closed, in order, each waiting for the next and the last for the first.
+  ///
+  /// The first is the operation that was to wait (the one `addDependency` was called on, or the
+  /// operation added to a queue whose unfinished barrier already waits for it); the second is
+  /// what it was to wait for (the dependency, or that barrier); then each operation that one
+  /// already waits for, up to one that waits for the first. A dependency on itself is a cycle
+  /// of one. The members may be in several queues, and may include barriers and coalesced work
+  /// that no caller holds a handle to (``CycleMember/isSharedWork``).
+  ///
+  /// Empty for every other code, and for the static ``dependencyCycle`` you match against.
+  public let cycle: [CycleMember]
+
+  private init(_ code: Code, cycle: [CycleMember] = []) {
+    self.code = code
+    self.cycle = cycle
+  }
+
+  /// Compares the codes only: a thrown ``dependencyCycle`` equals the static one, whatever its
+  /// ``cycle``.
+  public static func == (lhs: ActorQueueError, rhs: ActorQueueError) -> Bool {
+    lhs.code == rhs.code
+  }
 
   /// `addDependency` would close a cycle (an operation waiting on itself, directly or not).
   /// Foundation hangs both operations forever instead.
+  ///
+  /// The error thrown names the operations on the cycle, in its ``cycle`` and its
+  /// ``description``; it still matches this value (`catch ActorQueueError.dependencyCycle`).
   public static let dependencyCycle = ActorQueueError(.dependencyCycle)
+
+  /// A ``dependencyCycle`` that names the operations on the cycle, in order.
+  static func dependencyCycle(_ cycle: [CycleMember]) -> ActorQueueError {
+    ActorQueueError(.dependencyCycle, cycle: cycle)
+  }
 
   /// An operation was added to a queue (this one or another) a second time, or twice in one call.
   public static let alreadyEnqueued = ActorQueueError(.alreadyEnqueued)
@@ -49,9 +82,15 @@ public struct ActorQueueError: Error, Equatable, Sendable, CustomStringConvertib
   /// What went wrong and what to do instead.
   public var description: String {
     switch code {
-    case .dependencyCycle:
+    case .dependencyCycle where cycle.isEmpty:
       "ActorQueueError.dependencyCycle: this dependency would make an operation wait for itself; "
         + "nothing was changed. Remove one of the edges that form the cycle."
+    case .dependencyCycle:
+      "ActorQueueError.dependencyCycle: this dependency would make an operation wait for itself; "
+        + "nothing was changed. The cycle, the refused edge first (\"→\": waits for): "
+        + (cycle + [cycle[0]]).map(\.description).joined(separator: " → ")
+        + ". Remove one of the other edges first (a barrier's ordering, and a handle's wait for "
+        + "its shared work, stay until they end)."
     case .alreadyEnqueued:
       "ActorQueueError.alreadyEnqueued: an operation runs at most once and belongs to one queue; "
         + "nothing was enqueued. Create a new operation for each run."
@@ -69,6 +108,25 @@ public struct ActorQueueError: Error, Equatable, Sendable, CustomStringConvertib
 }
 
 extension ActorQueueError {
+  /// An operation on the cycle a refused dependency would have closed (``ActorQueueError/cycle``).
+  public struct CycleMember: Sendable, Hashable, CustomStringConvertible {
+    /// The operation's identifier, as in ``AnyQueueOperation/id`` and ``QueueEvent``s.
+    public let id: OperationID
+    /// The operation's name, if it has one.
+    public let name: String?
+    /// Whether this is the work shared by the callers of
+    /// ``ActorQueue/addOperation(name:priority:coalescingBy:_:)``, which is named by its first
+    /// caller: no caller holds a handle to it (each holds a handle that waits for it), and it is
+    /// reachable only through ``ActorQueue/operations``.
+    public let isSharedWork: Bool
+
+    /// `'name' (op#N)`, `op#N` without a name; shared work reads `shared work 'name' (op#N)`.
+    public var description: String {
+      let operation = name.map { "'\($0)' (\(id))" } ?? "\(id)"
+      return isSharedWork ? "shared work \(operation)" : operation
+    }
+  }
+
   /// Whether `error` is an `ActorQueueError` with this code: what makes
   /// `catch ActorQueueError.dependencyCycle` and `case ActorQueueError.alreadyEnqueued:` match
   /// an `any Error`. An error of any other type never matches.

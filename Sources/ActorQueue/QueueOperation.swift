@@ -132,8 +132,11 @@ public class AnyQueueOperation: Hashable, @unchecked Sendable, CustomStringConve
   /// already-ended dependency is satisfied at once.
   ///
   /// - Throws: ``ActorQueueError/dependencyCycle`` if `operation` already waits for this one
-  ///   (or is this one); ``ActorQueueError/alreadyStarted`` if this operation has started or
-  ///   ended. Either way nothing changes.
+  ///   (or is this one): its ``ActorQueueError/cycle`` names the operations on the cycle, this
+  ///   one first, `operation` second, then each that the one before waits for (barriers, and
+  ///   the shared work that a handle to coalesced work waits for, included).
+  ///   ``ActorQueueError/alreadyStarted`` if this operation has started or ended. Either way
+  ///   nothing changes.
   /// - Complexity: O(1) when nothing waits for this operation yet (a graph built in order);
   ///   otherwise the cycle check searches the unfinished operations that wait for this one.
   public func addDependency(_ operation: AnyQueueOperation) throws {

@@ -88,6 +88,48 @@ struct ErrorMatchingTests {
     #expect(throws: ActorQueueError.dependencyCycle) { try first.addDependency(second) }
   }
 
+  @Test("A thrown dependencyCycle carries its cycle and still matches by its code")
+  func thrownCycleMatchesWhateverItsPath() throws {
+    let fetch = QueueOperation(name: "fetch") { 1 }
+    let parse = QueueOperation { 2 }
+    let save = QueueOperation(name: "save") { 3 }
+    try parse.addDependency(fetch)
+    try save.addDependency(parse)
+
+    var thrown: (any Error)?
+    do { try fetch.addDependency(save) } catch { thrown = error }
+    let error = try #require(thrown as? ActorQueueError)
+    var caught = false
+    do {
+      throw error
+    } catch ActorQueueError.alreadyStarted {
+      Issue.record("matched another code")
+    } catch ActorQueueError.dependencyCycle {
+      caught = true
+    }
+    #expect(caught, "catch ActorQueueError.dependencyCycle matches the error that names its cycle")
+    // fetch was to wait for save, which waits for parse, which waits for fetch.
+    #expect(error.cycle.map(\.id) == [fetch.id, save.id, parse.id])
+    #expect(error.cycle.map(\.name) == ["fetch", "save", nil])
+    #expect(error.cycle.allSatisfy { !$0.isSharedWork })
+    #expect(
+      error.description.contains(
+        "'fetch' (\(fetch.id)) → 'save' (\(save.id)) → \(parse.id) → 'fetch' (\(fetch.id))"),
+      "\(error)")
+    #expect(error == .dependencyCycle && ActorQueueError.dependencyCycle.cycle.isEmpty)
+    #expect(error != .alreadyStarted)
+    #expect(throws: ActorQueueError.dependencyCycle) { try fetch.addDependency(save) }
+    // What #expect(throws:) matched is an error with the same path.
+    let matched = #expect(throws: ActorQueueError.dependencyCycle) { try fetch.addDependency(save) }
+    #expect(matched?.cycle.map(\.id) == [fetch.id, save.id, parse.id])
+    switch error as any Error {
+    case ActorQueueError.dependencyCycle: break
+    default: Issue.record("a switch over any Error did not match the code")
+    }
+    // Every other code carries no cycle.
+    #expect(ActorQueueError.alreadyStarted.cycle.isEmpty)
+  }
+
   @Test("DependencyFailedError: caught by type, matched on its fields")
   func dependencyFailedErrorByTypeAndFields() async throws {
     struct Offline: Error, Equatable {}

@@ -112,18 +112,51 @@ struct ArticleTests {
     await cpu.waitUntilAllOperationsAreFinished()
     print(cleanup.state, publish.state)
 
-    // A cycle is refused, and nothing changes.
+    // A cycle is refused, and nothing changes; the error names the cycle ("→": waits for).
     let a = QueueOperation(name: "a") {}
     let b = QueueOperation(name: "b") {}
     try b.addDependency(a)
     do {
       try a.addDependency(b)
-    } catch ActorQueueError.dependencyCycle {
-      print("refused:", a.dependencies.count, "dependencies on a")
+    } catch let error as ActorQueueError where error == .dependencyCycle {
+      print("refused:", error.cycle.map(\.description).joined(separator: " → "))
+      print(a.dependencies.count, "dependencies on a")
     }
     // end snippet
 
     try expectOutput(transcript, "docc-dependencies")
+  }
+
+  @Test("Dependencies and data flow: a cycle through coalesced work and a barrier")
+  func coalescedCycle() async throws {
+    let transcript = Transcript()
+    @Sendable func print(_ items: Any...) { transcript.print(items) }
+
+    // snippet: docc-coalesced-cycle
+    let files = ActorQueue(name: "files")
+    let thumbnails = ActorQueue(name: "thumbnails")
+    files.isSuspended = true
+    thumbnails.isSuspended = true
+    let index = files.addOperation(name: "index") { print("index") }
+    let scan = QueueOperation(name: "scan") { print("scan") }
+    try scan.addDependency(index)
+    try thumbnails.addOperation(scan)
+    thumbnails.addBarrierBlock(name: "flush") { print("flush") }
+    let cover = thumbnails.addOperation(name: "cover", coalescingBy: "cover.jpg") { print("cover") }
+
+    // cover waits for its shared work, which waits for the barrier, which waits for scan, which
+    // waits for index: index cannot wait for cover.
+    do {
+      try index.addDependency(cover)
+    } catch let error as ActorQueueError where error == .dependencyCycle {
+      print(error.cycle.map(\.description).joined(separator: " → "))
+    }
+    files.isSuspended = false
+    thumbnails.isSuspended = false
+    try await cover.value
+    // end snippet
+
+    try expectOutput(transcript, "docc-coalesced-cycle")
   }
 
   @Test("Cancellation")

@@ -12,6 +12,21 @@ extension ActorQueue {
   /// shared work (every caller's handle shows it paused). A handle that joined coalesced work
   /// takes no dependencies of its own (``ActorQueueError/joinedSharedWork``).
   ///
+  /// A handle waits for the shared work, and so for everything that work waits for: the
+  /// barriers of this queue that had not ended when the work was added, and through them what
+  /// was unfinished in this queue when each was added. An operation any of those wait for
+  /// cannot depend on the handle: ``AnyQueueOperation/addDependency(_:)`` throws
+  /// ``ActorQueueError/dependencyCycle``, whose ``ActorQueueError/cycle`` names the shared work
+  /// and the barrier on the way:
+  ///
+  /// ```swift
+  /// queue.isSuspended = true
+  /// let x = queue.addOperation(name: "x") { 1 }
+  /// queue.addBarrierBlock(name: "flush") {}
+  /// let h = queue.addOperation(name: "h", coalescingBy: "k") { 2 }
+  /// try x.addDependency(h)  // throws: 'x' → 'h' → shared work 'h' → 'flush' → 'x'
+  /// ```
+  ///
   /// Once the work has ended, the next call with an equal key adds new work (cache results
   /// yourself if you want them kept). Keys are per queue. Joining work of the same key whose
   /// body returns another type is a programming error: it stops with a message that names both

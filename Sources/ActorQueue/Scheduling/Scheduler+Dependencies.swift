@@ -38,7 +38,7 @@ extension Scheduler {
     }
     guard hasNotStarted(dependent) else { throw .alreadyStarted }
     let isNew = edgePosition(of: dependency.recordIndex, in: dependent) == nil
-    if isNew, createsCycle(dependency.recordIndex, dependent) { throw .dependencyCycle }
+    if isNew, let cycle = cycle(closedBy: dependency.recordIndex, dependent) { throw cycleError(cycle) }
     link(dependency, to: dependent, part: .explicit(requiresSuccess: requirement == .success), &effects)
     settle(now: now, &effects)
   }
@@ -182,34 +182,72 @@ extension Scheduler {
     settle(now: now, &effects)
   }
 
-  /// Whether `dependency → dependent` would close a cycle: whether `dependency` already waits,
-  /// directly or not, for `dependent`.
+  /// The cycle that `dependency → dependent` would close, if `dependency` already waits,
+  /// directly or not, for `dependent`: record indices, `dependent` first, then `dependency`,
+  /// then each operation the one before waits for, up to one that waits for `dependent`
+  /// (`[dependent]` alone when they are the same). `nil` when the edge closes no cycle.
   ///
   /// Cost: O(1) when `dependent` has no dependents or `dependency` no dependencies (building a
   /// graph in submission order, chains and fans included); otherwise a depth-first search over
-  /// the unfinished operations that wait for `dependent`, O(their count + their edges).
-  /// Ended operations are never searched: they keep no dependents, and own nothing (so no
-  /// ownership cycle can form through them either).
-  func createsCycle(_ dependency: Int, _ dependent: Int) -> Bool {
-    if dependency == dependent { return true }
+  /// the unfinished operations that wait for `dependent`, O(their count + their edges); the path
+  /// is rebuilt only when a cycle is found. Ended operations are never searched: they keep no
+  /// dependents, and own nothing (so no ownership cycle can form through them either).
+  func cycle(closedBy dependency: Int, _ dependent: Int) -> [Int]? {
+    if dependency == dependent { return [dependent] }
     if operations[dependency].state.isTerminal || !hasWaiters(dependent) || !waits(dependency) {
-      return false
+      return nil
     }
-    var visited: Set<Int> = [dependent]
+    // Each operation reached, with the one it waits for that led the search to it.
+    var waitsFor: [Int: Int] = [dependent: dependent]
     var stack = [dependent]
     while let operation = stack.popLast() {
       for entry in operations[operation].dependents where isUnfinished(entry) {
-        if entry.index == dependency { return true }
-        if visited.insert(entry.index).inserted { stack.append(entry.index) }
+        if entry.index == dependency {
+          return path(from: operation, closing: dependency, dependent, waitsFor)
+        }
+        if waitsFor[entry.index] == nil {
+          waitsFor[entry.index] = operation
+          stack.append(entry.index)
+        }
       }
       // A caller's handle to coalesced work waits for that work, as a dependent does.
       guard operations[operation].hasExtras, operations[operation].hasFollowers else { continue }
       for entry in operations[operation].extras!.followers where isUnfinished(entry) {
-        if entry.index == dependency { return true }
-        if visited.insert(entry.index).inserted { stack.append(entry.index) }
+        if entry.index == dependency {
+          return path(from: operation, closing: dependency, dependent, waitsFor)
+        }
+        if waitsFor[entry.index] == nil {
+          waitsFor[entry.index] = operation
+          stack.append(entry.index)
+        }
       }
     }
-    return false
+    return nil
+  }
+
+  /// The cycle found by ``cycle(closedBy:_:)``: `dependency` waits for `last`, which leads back
+  /// through `waitsFor` to `dependent`.
+  private func path(from last: Int, closing dependency: Int, _ dependent: Int, _ waitsFor: [Int: Int])
+    -> [Int]
+  {
+    var path = [dependent, dependency]
+    var operation = last
+    while operation != dependent {
+      path.append(operation)
+      operation = waitsFor[operation]!
+    }
+    return path
+  }
+
+  /// The error of a refused edge that would close `cycle` (record indices, as
+  /// ``cycle(closedBy:_:)`` returns them): the operations' identifiers and names.
+  func cycleError(_ cycle: [Int]) -> ActorQueueError {
+    .dependencyCycle(
+      cycle.map { index in
+        ActorQueueError.CycleMember(
+          id: operations[index].id, name: operations[index].name,
+          isSharedWork: operations[index].hasExtras && operations[index].extras?.coalescing != nil)
+      })
   }
 
   /// Whether something unfinished may wait for `index`: a dependent, or a caller's handle to it

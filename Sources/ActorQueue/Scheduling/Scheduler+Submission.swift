@@ -22,7 +22,9 @@ extension Scheduler {
     // the barrier waits for). The checks are independent of each other: the barrier edges
     // added below lead away from the barriers, never back to them.
     for barrier in queues[queue].barriers {
-      for handle in handles where createsCycle(barrier, handle.recordIndex) { throw .dependencyCycle }
+      for handle in handles {
+        if let cycle = cycle(closedBy: barrier, handle.recordIndex) { throw cycleError(cycle) }
+      }
     }
     for handle in handles { enqueue(handle, into: queue, &effects) }
     settle(now: now, &effects)

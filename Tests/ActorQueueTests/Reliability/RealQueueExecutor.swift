@@ -394,6 +394,24 @@ private final class RealRun {
     return nil
   }
 
+  /// `compare` for `addDependency`: a refused cycle must also name a real cycle of the model.
+  private func compare(_ expectation: StepExpectation, _ dependency: Dependency) -> String? {
+    var refusal: ActorQueueError?
+    let problem = compare(expectation) {
+      do {
+        try handles[dependency.dependent]!.addDependency(
+          handles[dependency.dependency]!, requiring: dependency.mustSucceed ? .success : .completion)
+      } catch {
+        refusal = error as? ActorQueueError
+        throw error
+      }
+    }
+    guard problem == nil, let refusal, refusal == .dependencyCycle else { return problem }
+    return model.cycleProblem(
+      refusal.cycle.map { member in (ids.first { $0.value == member.id }?.key, member.isSharedWork) },
+      refusing: dependency)
+  }
+
   private func compare(_ expectation: StepExpectation, _ call: () throws -> Void) -> String? {
     do {
       try call()
@@ -447,15 +465,7 @@ private final class RealRun {
         operations.append(operation)
       }
       for (dependency, expected) in zip(dependencies, model.lastBatchExpectations) where expected != .skip {
-        if let problem = compare(
-          expected,
-          {
-            try handles[dependency.dependent]!.addDependency(
-              handles[dependency.dependency]!, requiring: dependency.mustSucceed ? .success : .completion)
-          })
-        {
-          return "\(dependency): \(problem)"
-        }
+        if let problem = compare(expected, dependency) { return "\(dependency): \(problem)" }
       }
       if let problem = compare(
         .done,
@@ -474,10 +484,7 @@ private final class RealRun {
       let barrier = boxes[queue]!.queue.addBarrierBlock(name: "op\(op)") { _ = try await run() }
       track(op, barrier, spec)
     case .depend(let dependency):
-      return compare(expectation) {
-        try handles[dependency.dependent]!.addDependency(
-          handles[dependency.dependency]!, requiring: dependency.mustSucceed ? .success : .completion)
-      }
+      return compare(expectation, dependency)
     case .undepend(let dependent, let dependency):
       handles[dependent]!.removeDependency(handles[dependency]!)
     case .addAgain(let op, let queue):

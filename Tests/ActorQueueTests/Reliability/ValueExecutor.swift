@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import ActorQueue
@@ -19,6 +20,10 @@ struct ValueExecutor: ScriptExecutor {
   /// that was a defect (LingerWakeDefectTests), fixed; kept to look past a regression while
   /// hunting another.
   var waitsOutLingers = false
+
+  /// Refused cycles whose path was checked against the model, and those through shared work.
+  static let checkedCycles = Atomic<Int>(0)
+  static let checkedCyclesThroughSharedWork = Atomic<Int>(0)
 
   func run(_ script: Script) async -> ScriptFailure? {
     var run = ValueRun(script: script, waitsOutLingers: waitsOutLingers)
@@ -124,9 +129,31 @@ private struct ValueRun {
     let dependencyHandle = harness[Self.name(dependency.dependency)]
     let dependent = harness[Self.name(dependency.dependent)]
     let requirement: DependencyRequirement = dependency.mustSucceed ? .success : .completion
-    return expect(expectation) { (h: inout SchedulerHarness) throws(ActorQueueError) in
-      try h.depend(dependent, on: dependencyHandle, requiring: requirement)
+    var refusal: ActorQueueError?
+    let problem = expect(expectation) { (h: inout SchedulerHarness) throws(ActorQueueError) in
+      do throws(ActorQueueError) {
+        try h.depend(dependent, on: dependencyHandle, requiring: requirement)
+      } catch {
+        refusal = error
+        throw error
+      }
     }
+    if problem == nil, let refusal, refusal == .dependencyCycle {
+      ValueExecutor.checkedCycles.add(1, ordering: .relaxed)
+      if refusal.cycle.contains(where: \.isSharedWork) {
+        ValueExecutor.checkedCyclesThroughSharedWork.add(1, ordering: .relaxed)
+      }
+      return model.cycleProblem(
+        refusal.cycle.map { (op(refusal: $0.id), $0.isSharedWork) }, refusing: dependency)
+    }
+    return problem
+  }
+
+  /// The model op of the harness's operation `id` (every op, shared work included, is kept by
+  /// the harness under its model name).
+  private func op(refusal id: OperationID) -> Int? {
+    guard let name = harness.handles.first(where: { $0.value.id == id })?.key else { return nil }
+    return Int(name.dropFirst(2))
   }
 
   private mutating func act(_ step: Step, _ expectation: StepExpectation) -> String? {
@@ -351,6 +378,9 @@ struct ValueRandomScriptTests {
     let seconds =
       Double(start.duration(to: clock.now).components.attoseconds) / 1e18
       + Double(start.duration(to: clock.now).components.seconds)
-    print("Reliability value scripts: \(count) passed in \(String(format: "%.2f", seconds)) s")
+    print(
+      "Reliability value scripts: \(count) passed in \(String(format: "%.2f", seconds)) s; "
+        + "\(ValueExecutor.checkedCycles.load(ordering: .relaxed)) refused cycles were real cycles of the model "
+        + "(\(ValueExecutor.checkedCyclesThroughSharedWork.load(ordering: .relaxed)) through shared work)")
   }
 }

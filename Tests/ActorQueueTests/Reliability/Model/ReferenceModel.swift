@@ -528,6 +528,41 @@ struct ReferenceModel: Sendable {
     return false
   }
 
+  /// What is wrong with `cycle`, the path a `.dependencyCycle` refusal of `edge` named
+  /// (``ActorQueueError/cycle``, each member as a model op, `nil` for an identifier no op has),
+  /// in the model as it was before the refused step; `nil` when it is a real cycle. Real: it
+  /// starts with the dependent, then the dependency; every member is unfinished, appears once,
+  /// and waits directly (an explicit edge, an input, a barrier edge, or a follower's wait for its
+  /// shared work) for the next, and the last for the first, apart from the refused edge itself;
+  /// and exactly the shared work says so.
+  func cycleProblem(_ cycle: [(op: Int?, isSharedWork: Bool)], refusing edge: Dependency) -> String? {
+    let ops = cycle.compactMap(\.op)
+    let path = cycle.map { $0.op.map { "op\($0)" } ?? "?" }.joined(separator: " → ")
+    guard ops.count == cycle.count else { return "the cycle \(path) names an unknown operation" }
+    let expectedStart =
+      edge.dependent == edge.dependency ? [edge.dependent] : [edge.dependent, edge.dependency]
+    guard Array(ops.prefix(2)) == expectedStart else {
+      return
+        "the cycle \(path) does not start with the refused edge op\(edge.dependent) → op\(edge.dependency)"
+    }
+    guard Set(ops).count == ops.count else { return "the cycle \(path) repeats an operation" }
+    for (position, op) in ops.enumerated() {
+      guard let model = self.ops[op], !model.state.isTerminal else {
+        return "the cycle \(path) names op\(op), which has ended"
+      }
+      let isSharedWork = model.key != nil && model.leader == nil
+      if cycle[position].isSharedWork != isSharedWork {
+        return "the cycle \(path) says op\(op) is\(isSharedWork ? " not" : "") shared work"
+      }
+      // The first member's wait for the second is the refused edge.
+      let next = ops[(position + 1) % ops.count]
+      if position > 0, !model.allDependencies.contains(next) {
+        return "the cycle \(path) is not real: op\(op) does not wait for op\(next)"
+      }
+    }
+    return nil
+  }
+
   private mutating func cancel(_ op: Int) {
     guard !ops[op]!.state.isTerminal else { return }
     if let leader = ops[op]!.leader {

@@ -323,7 +323,12 @@ public actor ActorQueue {
 
   /// Cancels every operation not yet ended: waiting ones end `.cancelled` at once (their
   /// completion handlers run and their waiters wake before this returns), executing ones have
-  /// their tasks cancelled. Ended operations are untouched. Cost: O(n).
+  /// their tasks cancelled. Ended operations are untouched, and so are operations added while
+  /// it runs. The queue starts none of them meanwhile.
+  ///
+  /// Cost: O(n), in slices of at most 1,000 operations per hold of the scheduler's lock, which
+  /// every queue shares: other queues' callers take it between slices instead of waiting for the
+  /// whole backlog (Foundation's queue holds its own lock per queue).
   public nonisolated func cancelAllOperations() {
     Engine.run { $0.cancelAll(in: index, now: Engine.now, &$1) }
   }

@@ -115,14 +115,17 @@ extension ActorQueue {
   /// waiting ones at once. Operations added afterwards are not paused. Unlike ``isSuspended``,
   /// which only stops new starts, this frees the slots of the operations that reach a
   /// checkpoint. Running external work (a legacy `Operation` through the adapter) goes on.
-  /// Cost: O(n).
+  /// Cost: O(n), in slices of at most 1,000 operations per hold of the scheduler's lock (other
+  /// queues' callers take it in between; this queue starts nothing until it returns).
   public nonisolated func pauseAllOperations() {
     Engine.run { $0.pauseAll(in: index, now: Engine.now, &$1) }
   }
 
   /// Resumes every operation of this queue, however it was paused (by ``pauseAllOperations()``,
   /// by ``AnyQueueOperation/pause()``, or for a lowered limit): paused ones compete for slots by
-  /// priority, then submission order. Cost: O(n log n).
+  /// priority, then submission order, once every one is resumed. Cost: O(n log n), in slices of
+  /// at most 1,000 operations per hold of the scheduler's lock (other queues' callers take it in
+  /// between; this queue starts nothing until it returns).
   public nonisolated func resumeAllOperations() {
     Engine.run { $0.resumeAll(in: index, now: Engine.now, &$1) }
   }

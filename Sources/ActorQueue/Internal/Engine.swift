@@ -7,11 +7,11 @@ import Synchronization
 /// ``Scheduler`` value), rather than one per queue, because a dependency may join operations of
 /// any two queues: releasing a dependent, cancelling across queues, checking a new edge for a
 /// cycle and placing a barrier must each see and change the whole graph atomically, and a lock
-/// hierarchy over queues would have no order to follow. Critical sections are short (constant
-/// work per transition, plus the edges it releases) and run no user code; the longest is
-/// `cancelAllOperations()`, O(operations cancelled), and another queue's submission waits for
-/// it (measured on two cores: another queue's request waited at most 11–14 ms while 100,000 waiting
-/// operations were cancelled; README, "How it works").
+/// hierarchy over queues would have no order to follow. Critical sections are short and run no
+/// user code: constant work per transition, and a call whose work grows with a queue or a
+/// fan-out (cancelling, pausing or resuming every operation, a queue's release, an end that
+/// releases many dependents) does at most `Scheduler.sliceLimit` units per hold, taking the lock
+/// again for the rest (`continueBulk`, `BulkWork`), so no call stalls every other queue.
 ///
 /// Nested locking: only two leaf locks are ever taken inside this one, `EventChannel`'s own and
 /// the list of workers asked to pause (`Worker.askedToPause`, by `setPauseRequested`); a worker's

@@ -209,6 +209,27 @@ extension Scheduler {
     queues[queue].pausedInReady += 1
   }
 
+  // MARK: Started bodies
+
+  /// `index` got a worker: it joins its queue's started bodies. O(1).
+  mutating func linkStarted(_ index: Int, in queue: Int) {
+    let next = queues[queue].firstStarted
+    if next >= 0 { operations[next].previousStarted = index }
+    operations[index].nextStarted = next
+    operations[index].previousStarted = -1
+    queues[queue].firstStarted = index
+  }
+
+  /// `index`'s body ended: it leaves its queue's started bodies. O(1).
+  mutating func unlinkStarted(_ index: Int, in queue: Int) {
+    let previous = operations[index].previousStarted
+    let next = operations[index].nextStarted
+    if previous >= 0 { operations[previous].nextStarted = next } else { queues[queue].firstStarted = next }
+    if next >= 0 { operations[next].previousStarted = previous }
+    operations[index].previousStarted = -1
+    operations[index].nextStarted = -1
+  }
+
   // MARK: Held in a released queue
 
   /// Lets go of the queue's reference to `index`, held by `pause()` in its released queue (for
@@ -268,15 +289,19 @@ extension Scheduler {
   /// Sets the limit and asks the executing operations beyond it to pause at their next
   /// checkpoint: the lowest priority first, and among equal priorities the most recently
   /// started first. Operations that cannot pause (external work) and those already asked to are
-  /// not asked; a request is withdrawn when enough others free their slots first. O(n log n).
+  /// not asked; a request is withdrawn when enough others free their slots first. O(s log s) in
+  /// the s started bodies (executing or paused), whatever the backlog.
   mutating func setLimitPausingExcess(
     _ limit: Int, of queue: Int, now: () -> SchedulerInstant, _ effects: inout Effects
   ) {
     setLimit(limit, of: queue, now: now, &effects)
     var candidates: [Int] = []
     var excess = queues[queue].machine.executing - limit
-    for index in unfinishedIndices(of: queue) where operations[index].state == .executing {
-      guard operations[index].worker != nil else { continue }
+    var index = queues[queue].firstStarted
+    while index >= 0 {
+      defer { index = operations[index].nextStarted }
+      sliceWork += 1  // counted with the hold's work, for tests (see `largestSlice`)
+      guard operations[index].state == .executing else { continue }
       if operations[index].pauseHeld || operations[index].excessPaused {
         excess -= 1
       } else {
@@ -297,12 +322,16 @@ extension Scheduler {
 
   /// Withdraws the excess-pause requests that freed slots made unnecessary: those that would
   /// have been chosen last (the highest priority, the earliest started) first. Called when the
-  /// queue's starts are decided while it has requests outstanding. O(n log n).
+  /// queue's starts are decided while it has requests outstanding. O(s log s) in the s started
+  /// bodies.
   mutating func withdrawUnneededExcessRequests(in queue: Int) {
     var requested: [Int] = []
     var needed = queues[queue].machine.executing - queues[queue].machine.limit
-    for index in unfinishedIndices(of: queue) where operations[index].state == .executing {
-      guard operations[index].worker != nil else { continue }
+    var index = queues[queue].firstStarted
+    while index >= 0 {
+      defer { index = operations[index].nextStarted }
+      sliceWork += 1  // counted with the hold's work, for tests (see `largestSlice`)
+      guard operations[index].state == .executing else { continue }
       if operations[index].pauseHeld {
         needed -= 1
       } else if operations[index].excessPaused {

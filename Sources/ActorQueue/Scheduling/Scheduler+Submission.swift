@@ -85,6 +85,7 @@ extension Scheduler {
     let first = operations[index].startAlone(
       as: index, in: queue, order: nextSubmission, startOrder: nextStart, previous: previous, handle: handle,
       worker: worker)
+    linkStarted(index, in: queue)
     return Spawn(taskPriority: queues[queue].taskPriority, worker: worker, first: first)
   }
 

@@ -40,6 +40,7 @@ extension Scheduler {
       "Internal inconsistency: a worker ended an operation it did not run")
     let terminal = record(outcome, of: index)
     operations[index].worker = nil
+    unlinkStarted(index, in: queue)
     worker.setPauseRequested(false)
     let taskCancelled = operations[index].taskCancelled
     operations[index].taskCancelled = false
@@ -177,6 +178,7 @@ extension Scheduler {
       preconditionFailure("Internal inconsistency: \(operations[index].id) was claimed twice")
     }
     operations[index].worker = worker
+    linkStarted(index, in: queue)
     transition(index, to: .executing, &effects)
     return .run(operation: index, id: operations[index].id, body: body)
   }

@@ -285,6 +285,9 @@ struct OperationRecord: Sendable {
   /// The neighbours in its queue's list of unfinished operations (submission order); -1: none.
   var previousInQueue = -1
   var nextInQueue = -1
+  /// The neighbours in its queue's list of started bodies (``worker`` set); -1: none.
+  var previousStarted = -1
+  var nextStarted = -1
   /// Set while in the queue's ready set.
   var readyStamp: ReadyQueue<Int>.Stamp?
   /// The body, until a worker claims it or the operation ends without running.
@@ -517,6 +520,10 @@ struct QueueRecord: Sendable {
   var hasExternalWork = false
   /// Where each whole-queue call in progress is in this queue's list (see `BulkWork`).
   var walkCursors: [WalkCursor] = []
+  /// The operations whose body runs on a worker, executing or paused at a checkpoint, most
+  /// recently started first (a list threaded through their records; -1: none): what limit
+  /// changes look at, so they cost what executes, not the whole backlog.
+  var firstStarted = -1
 
   /// Whether an operation added now may start in one step (`Scheduler.startOnIdle`), as far as
   /// this record knows; the start rule decides the rest (`SchedulerStateMachine.startOnIdle()`).

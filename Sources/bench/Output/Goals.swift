@@ -50,7 +50,7 @@ struct GoalCheck: Sendable, Encodable {
   }
 }
 
-/// Checks the goals of issues 2, 3, 5 and 13 against `rows` (one repeat) and marks the rows
+/// Checks the goals of issues 2, 3, 5, 13 and 25 against `rows` (one repeat) and marks the rows
 /// they concern. Goals whose scenario did not run are left out.
 func checkGoals(_ rows: inout [Row], sizes: Sizes) -> [GoalMeasurement] {
   var checks: [GoalMeasurement] = []
@@ -115,6 +115,23 @@ func checkGoals(_ rows: inout [Row], sizes: Sizes) -> [GoalMeasurement] {
   // time / its own ≥ 1/1.5.
   ratioGoal(
     "adapter", "unlimited", system: .adapter, atLeast: 1 / 1.5, what: "adapter unlimited (cost ≤ 1.5x)")
+
+  // Issue 25: another queue's requests while one queue cancels its backlog wait at most twice
+  // as long (p99) as the same requests before the cancel, in the same run: p99 before / p99
+  // during ≥ 1/2.
+  if let before = index("queues", "cancel beside", metric: "p99 before"),
+    let during = index("queues", "cancel beside", metric: "p99 during"),
+    let beforeLatency = rows[before].median, let duringLatency = rows[during].median
+  {
+    let ratio = beforeLatency / duringLatency
+    let threshold = 1 / 2.0
+    let pass = ratio >= threshold
+    rows[during].goals.append("≥\(Format.ratio(threshold)) vs before \(pass ? "PASS" : "MISS")")
+    checks.append(
+      GoalMeasurement(
+        goal: "queues cancel beside: p99 during vs before (cost ≤ 2x)", threshold: threshold, ratio: ratio,
+        n: rows[during].n))
+  }
 
   // Linearity: the per-op cost of the long chain at most 1.5x the short chain's, read the same
   // way as every ratio: short chain's per-op cost / the long chain's ≥ 1/1.5.

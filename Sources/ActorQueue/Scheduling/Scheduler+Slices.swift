@@ -175,6 +175,10 @@ extension Scheduler {
       guard operations[dependent].isLive, operations[dependent].id == end.id,
         !operations[dependent].state.isTerminal, !operations[dependent].isDetached
       else { continue }
+      precondition(
+        end.error == nil || operations[dependent].state == .pending,
+        "Internal inconsistency: \(operations[dependent].id) was \(operations[dependent].state) when its required input's end reached it"
+      )
       if end.terminal == .cancelled, startsWhenCancelled(dependent) {
         cancelWaiting(dependent, &effects)
         continue
@@ -203,16 +207,20 @@ extension Scheduler {
         operations[dependent].state == .pending && operations[dependent].unfinishedDependencies > 0,
         "Internal inconsistency: \(operations[dependent].id) was \(operations[dependent].state) with an unfinished dependency"
       )
-      operations[dependent].unfinishedDependencies -= 1
       let requiresSuccess =
         deferred ? edgeRequiresSuccess(dependent, on: dependency, id: dependencyID) : entry.requiresSuccess
       if requiresSuccess && terminal != .finished, let failure {
+        // Its count stays up: it must not become ready (submitted, resumed, an edge removed)
+        // before this end, which a later slice may do.
         work.append(
           PendingEnd(
             index: dependent, id: entry.id, terminal: terminal == .cancelled ? .cancelled : .failed,
             error: failure))
-      } else if operations[dependent].unfinishedDependencies == 0, operations[dependent].queue >= 0 {
-        makeReady(dependent, &effects)
+      } else {
+        operations[dependent].unfinishedDependencies -= 1
+        if operations[dependent].unfinishedDependencies == 0, operations[dependent].queue >= 0 {
+          makeReady(dependent, &effects)
+        }
       }
     }
     return position

@@ -109,6 +109,49 @@ struct BoundedCriticalSectionTests {
   }
 
   @Test(
+    "A dependent whose required input failed, left to end in a later slice, does not start when submitted, resumed or freed of another edge meanwhile"
+  )
+  func dependentLeftToEndDoesNotStart() throws {
+    for interleaved in ["submit", "resume", "undepend"] {
+      var h = harness(sliceLimit: 1)
+      let q = h.makeQueue(limit: 1)
+      h.add("input", to: q)
+      h.end("input", with: .failure(SliceTestFailure()))
+      h.makeOperation("middle")
+      let late = h.makeOperation("late")
+      h.makeOperation("other")
+      try h.depend(late, on: h["middle"], requiring: .success)
+      if interleaved == "undepend" { try h.depend(late, on: h["other"]) }
+      if interleaved == "resume" {
+        h.pause("late")
+        try h.submit(["late"], to: q)
+      }
+      // `middle` ends at once (its input failed); `late` is left to the next slice.
+      try h.depend(h["middle"], on: h["input"], requiring: .success)
+      #expect(h.state("middle") == .failed)
+      #expect(h.state("late") == .pending && !h.pendingBulk.isEmpty)
+      // Found by the value tester interleaving another caller's call here: `late` started, then
+      // the slice ended it while its body ran, and its slot was never given back.
+      switch interleaved {
+      case "submit": try h.submit(["late"], to: q)
+      case "resume": h.resume("late")
+      default:
+        let late = h.index("late")
+        let other = h.index("other")
+        h.event { s, now, e in s.removeDependency(other, from: late, now: now, &e) }
+        try h.submit(["late"], to: q)
+      }
+      #expect(!h.running.contains("late"), "\(interleaved)")
+      while h.continueBulk() {}
+      #expect(h.state("late") == .failed, "\(interleaved)")
+      _ = h.runToCompletion()
+      h.add("next", to: q)
+      if h.lingering { h.endLinger() }  // the worker that ran `input` waits for work a while
+      #expect(h.running == ["next"], "\(interleaved): the queue's slot is free")
+    }
+  }
+
+  @Test(
     "pauseAllOperations() and resumeAllOperations() in slices: nothing starts between slices; resumed, the highest priority starts first"
   )
   func pauseAndResumeAllInSlices() {

@@ -24,6 +24,8 @@ struct ValueExecutor: ScriptExecutor {
   /// Refused cycles whose path was checked against the model, and those through shared work.
   static let checkedCycles = Atomic<Int>(0)
   static let checkedCyclesThroughSharedWork = Atomic<Int>(0)
+  /// Steps run between two slices of another step's call.
+  static let interleavedSteps = Atomic<Int>(0)
 
   func run(_ script: Script) async -> ScriptFailure? {
     var run = ValueRun(script: script, waitsOutLingers: waitsOutLingers)
@@ -38,10 +40,19 @@ private struct ValueRun {
   var queues: [Int] = []
   var steps = 0
   let waitsOutLingers: Bool
+  /// Whether a call done in slices lets the script's next step run between two of its slices,
+  /// as another caller's call does on real queues (three scripts in four, of those with small
+  /// slices), when that step commutes with what the call has left (``interleavable(_:)``). In
+  /// those scripts a step made of several calls (a batch: its edges, then its submission) also
+  /// makes each call with the slices of the ones before still left, as other callers' would be.
+  let interleaves: Bool
+  /// Whether the last step performed also performed the script's next step, between its slices.
+  var tookNext = false
 
   init(script: Script, waitsOutLingers: Bool) {
     self.script = script
     self.waitsOutLingers = waitsOutLingers
+    interleaves = (script.seed >> 3) % 4 != 0 && script.sliceLimit < Scheduler.defaultSliceLimit
     model = ReferenceModel(queueLimits: script.queueLimits)
     harness.scheduler.sliceLimit = script.sliceLimit
     for limit in script.queueLimits {
@@ -53,9 +64,10 @@ private struct ValueRun {
 
   mutating func execute() -> ScriptFailure? {
     var index = 0
-    for step in script.steps {
-      if let failure = perform(step, index: index) { return failure }
-      index += 1
+    while index < script.steps.count {
+      let next = index + 1 < script.steps.count ? script.steps[index + 1] : nil
+      if let failure = perform(script.steps[index], index: index, next: next) { return failure }
+      index += tookNext ? 2 : 1
     }
     for _ in 0..<8 {
       let steps = model.drainSteps()
@@ -74,7 +86,8 @@ private struct ValueRun {
     return nil
   }
 
-  mutating func perform(_ step: Step, index: Int) -> ScriptFailure? {
+  mutating func perform(_ step: Step, index: Int, next: Step? = nil) -> ScriptFailure? {
+    tookNext = false
     // Time moves a little per step: idle spells are short, so workers linger now and then, and
     // every so often a linger runs out.
     harness.now += .microseconds(5)
@@ -83,8 +96,26 @@ private struct ValueRun {
       harness.endLinger()
     }
     let expectation = model.apply(step, index: index)
-    if let problem = act(step, expectation) {
+    harness.continuesBulkAtOnce = !interleaves
+    let problem = act(step, expectation)
+    harness.continuesBulkAtOnce = true
+    if let problem {
       return ScriptFailure(step: index, message: "\(step): \(problem)")
+    }
+    if !harness.pendingBulk.isEmpty {
+      // A few slices, then the next step as another caller's, then the rest of the call.
+      for _ in 0..<(Int(script.seed >> 7 &+ UInt64(index)) % 3) { harness.continueBulk() }
+      if let next, !harness.pendingBulk.isEmpty, interleavable(next) {
+        tookNext = true
+        ValueExecutor.interleavedSteps.add(1, ordering: .relaxed)
+        harness.now += .microseconds(5)
+        let nextExpectation = model.apply(next, index: index + 1)
+        if let problem = act(next, nextExpectation) {
+          return ScriptFailure(
+            step: index + 1, message: "\(next), between the slices of step \(index): \(problem)")
+        }
+      }
+      while harness.continueBulk() {}
     }
     releaseGoneHandles()
     wakeLingerer()
@@ -92,6 +123,94 @@ private struct ValueRun {
       return ScriptFailure(step: index, message: "after \(step): \(problem)")
     }
     return nil
+  }
+
+  /// Whether `step` may run between two slices of the work left in ``SchedulerHarness/pendingBulk``
+  /// and still agree with the model, which applies the call whole and then `step`: when it acts
+  /// only on queues that nothing connects (a dependency, a capture, shared work) to the queues
+  /// the call has left work in or holds; or, while that work is only walks cancelling every
+  /// operation of their queues, when it cancels an operation of such a queue or adds one to it
+  /// (the walk leaves out what was added after the call; its queue starts nothing until the
+  /// walk ends, and then starts what the call and the step left ready).
+  private func interleavable(_ step: Step) -> Bool {
+    let work = harness.pendingBulk
+    let scheduler = harness.scheduler
+    func scriptQueue(ofRecord index: Int) -> Int? { queues.firstIndex(of: scheduler.operations[index].queue) }
+    var touched = Set<Int>()
+    var walked = Set<Int>()
+    var onlyCancelWalks = true
+    for bulk in work {
+      for walk in bulk.walks {
+        if let queue = queues.firstIndex(of: walk.queue.index) {
+          touched.insert(queue)
+          walked.insert(queue)
+        }
+        if walk.kind != .cancel { onlyCancelWalks = false }
+      }
+      for queue in bulk.held { if let queue = queues.firstIndex(of: queue.index) { touched.insert(queue) } }
+      for release in bulk.releases {
+        onlyCancelWalks = false
+        if let queue = scriptQueue(ofRecord: release.dependency) { touched.insert(queue) }
+        for entry in release.entries {
+          if let queue = scriptQueue(ofRecord: entry.index) { touched.insert(queue) }
+        }
+      }
+      for end in bulk.ends {
+        onlyCancelWalks = false
+        if let queue = scriptQueue(ofRecord: end.index) { touched.insert(queue) }
+      }
+    }
+    if onlyCancelWalks, touched == walked {
+      switch step {
+      case .cancel(let op): if let queue = model.ops[op]?.queue, walked.contains(queue) { return true }
+      case .add(_, let queue, _, let body) where walked.contains(queue) && body.captures.isEmpty: return true
+      default: break
+      }
+    }
+    guard let stepQueues = queues(of: step) else { return false }
+    // Queues connected by an op's dependency, capture or shared work, as components.
+    var component = Array(queues.indices)
+    func find(_ queue: Int) -> Int {
+      var queue = queue
+      while component[queue] != queue { queue = component[queue] }
+      return queue
+    }
+    for op in model.ops.values {
+      for other in op.allDependencies.compactMap({ model.ops[$0]?.queue }) + op.captures {
+        component[find(other)] = find(op.queue)
+      }
+    }
+    let touchedComponents = Set(touched.map(find))
+    return stepQueues.allSatisfy { !touchedComponents.contains(find($0)) }
+  }
+
+  /// The queues `step` acts on (its own, its ops', what its bodies capture); nil for the steps
+  /// that move bodies or let go of references.
+  private func queues(of step: Step) -> [Int]? {
+    func queueOf(_ op: Int) -> [Int] { model.ops[op].map { [$0.queue] } ?? [] }
+    switch step {
+    case .add(_, let queue, _, let body), .barrier(_, let queue, let body),
+      .addCoalesced(_, _, let queue, _, _, let body):
+      return [queue] + body.captures
+    case .addAfter(_, let queue, _, let inputs, let body):
+      return [queue] + body.captures + inputs.flatMap(queueOf)
+    case .batch(let queue, let prepared, let dependencies):
+      return [queue] + prepared.flatMap(\.body.captures)
+        + dependencies.flatMap { queueOf($0.dependent) + queueOf($0.dependency) }
+    case .depend(let dependency):
+      return queueOf(dependency.dependent) + queueOf(dependency.dependency)
+    case .undepend(let dependent, let dependency):
+      return queueOf(dependent) + queueOf(dependency)
+    case .addAgain(let op, let queue):
+      return [queue] + queueOf(op)
+    case .cancel(let op), .setPriority(let op, _), .pause(let op), .resume(let op):
+      return queueOf(op)
+    case .cancelAll(let queue), .setLimit(let queue, _), .setSuspended(let queue, _), .pauseAll(let queue),
+      .resumeAll(let queue), .setLimitPausingExcess(let queue, _):
+      return [queue]
+    case .open, .openFully, .dropHandle, .releaseQueue:
+      return nil
+    }
   }
 
   /// The handles the model says nothing refers to any more (of ops a released queue let go of)
@@ -381,6 +500,8 @@ struct ValueRandomScriptTests {
     print(
       "Reliability value scripts: \(count) passed in \(String(format: "%.2f", seconds)) s; "
         + "\(ValueExecutor.checkedCycles.load(ordering: .relaxed)) refused cycles were real cycles of the model "
-        + "(\(ValueExecutor.checkedCyclesThroughSharedWork.load(ordering: .relaxed)) through shared work)")
+        + "(\(ValueExecutor.checkedCyclesThroughSharedWork.load(ordering: .relaxed)) through shared work); "
+        + "\(ValueExecutor.interleavedSteps.load(ordering: .relaxed)) steps ran between the slices of another"
+    )
   }
 }

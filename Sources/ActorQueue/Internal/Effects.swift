@@ -124,8 +124,20 @@ struct SchedulerEffects: Sendable {
     /// The external work of operations that ended: told so (`ended()`), then released.
     var endedExternal: (any ExternalWork)?
     var moreEndedExternal: [any ExternalWork]?
-    /// The call's work beyond this hold of the lock: its next slices (see `BulkWork`).
-    var bulk: BulkWork?
+    /// The call's work beyond this hold of the lock: its next slices (see `BulkWork`). Boxed,
+    /// one word: rare, and every event creates and moves its effects.
+    var bulk: BulkWorkBox?
+  }
+
+  /// A `BulkWork` out of line.
+  enum BulkWorkBox: Sendable {
+    indirect case work(BulkWork)
+
+    var work: BulkWork {
+      switch self {
+      case .work(let work): work
+      }
+    }
   }
 
   private var lists: Lists?
@@ -218,21 +230,23 @@ struct SchedulerEffects: Sendable {
 
   /// Leave `work` to the caller's next slices, once these effects are performed.
   mutating func addBulk(_ work: consuming BulkWork) {
-    if recorded.bulk == nil {
-      recorded.bulk = work
+    if let recorded = recorded.bulk?.work {
+      var merged = recorded
+      merged.merge(work)
+      self.recorded.bulk = .work(merged)
     } else {
-      recorded.bulk!.merge(work)
+      recorded.bulk = .work(work)
     }
   }
 
   /// The work left to the caller's next slices (for tests).
-  var bulk: BulkWork? { lists?.bulk }
+  var bulk: BulkWork? { lists?.bulk?.work }
 
   /// Takes the work left to the caller's next slices, which it then does itself (the harness of
   /// the scheduler's tests).
   mutating func takeBulk() -> BulkWork? {
     guard lists != nil else { return nil }
-    return lists!.bulk.take()
+    return lists!.bulk.take()?.work
   }
 
   /// Start the external work of `index`: in the slot it was just given, or, cancelled while
@@ -278,7 +292,7 @@ struct SchedulerEffects: Sendable {
     if let cancellations = lists.cancellations { for worker in cancellations { worker.cancelTask() } }
     if let externalCancels = lists.externalCancels { for work in externalCancels { work.cancel() } }
     if let first = lists.externalStart { Engine.startExternal(first, then: lists.externalStarts) }
-    if let bulk = lists.bulk { Engine.continueBulk(bulk) }
+    if let bulk = lists.bulk { Engine.continueBulk(bulk.work) }
   }
 }
 

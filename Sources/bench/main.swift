@@ -9,6 +9,10 @@ import Foundation
 
 let options = Options.parse(Array(CommandLine.arguments.dropFirst()))
 if let child = options.memoryChild { Memory.child(child.system, child.count) }
+if let counted = options.counted {
+  counted.workload.run(counted.count)
+  exit(0)
+}
 
 #if DEBUG
   Progress.report("warning: a debug build measures nothing useful; run `swift run -c release bench`")

@@ -59,6 +59,8 @@ struct Options: Sendable {
   var systems: [System] = []
   /// Hidden: `--memory-child SYSTEM N` measures one system's memory and prints bytes/op.
   var memoryChild: (system: System, count: Int)?
+  /// Hidden: `--count WORKLOAD N` runs one workload N times and exits (Scripts/instructions.sh).
+  var counted: (workload: CountedWorkload, count: Int)?
 
   /// The scenarios to run, in order.
   var selected: [ScenarioName] {
@@ -188,6 +190,11 @@ struct Options: Sendable {
           fail("--memory-child: unknown system")
         }
         options.memoryChild = (system, integer(for: argument, atLeast: 1))
+      case "--count":
+        guard let workload = CountedWorkload(rawValue: value(for: argument)) else {
+          fail("--count: one of \(CountedWorkload.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        options.counted = (workload, integer(for: argument, atLeast: 1))
       default:
         fail("unknown option '\(argument)' (see --help)")
       }

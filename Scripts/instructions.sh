@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Instructions and last-level cache misses per operation, counted with callgrind: the figures
+# the scheduler's performance work is judged by, where the bench's wall-clock rows move by 2-3x
+# from run to run on a small machine.
+#
+#   Scripts/instructions.sh            this checkout
+#   Scripts/instructions.sh f7f0a16    a commit's library, measured with this checkout's bench
+#
+# Each workload runs under callgrind at two sizes (`bench --count WORKLOAD N`); the difference
+# divided by the difference of N is the cost per operation, without the process start, the
+# calibration and the pool's first threads. Workloads:
+#   independent-max4   the bench's `independent max 4, trivial` row: add, run and end one op
+#   idle-start         an op added to an idle queue and awaited, caches flushed before each
+#                      (less `idle-baseline`, the same flushes and waits without the queue)
+# Installs valgrind from Debian's packages if it is missing. Takes about five minutes.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+if ! command -v valgrind >/dev/null; then
+  echo "installing valgrind (Debian's package)" >&2
+  apt-get update -qq && apt-get install -y -qq valgrind >/dev/null
+fi
+
+package=$root
+if [ $# -ge 1 ]; then
+  # The commit's library and this checkout's bench (its --count mode may be newer than the commit).
+  package=$work/package
+  git -C "$root" worktree add --detach --force "$package" "$1" >/dev/null 2>&1
+  trap 'git -C "$root" worktree remove --force "$package"; rm -rf "$work"' EXIT
+  rm -rf "$package/Sources/bench"
+  cp -R "$root/Sources/bench" "$package/Sources/bench"
+fi
+echo "building the bench of $(git -C "$package" rev-parse --short HEAD) (release)" >&2
+swift build --package-path "$package" -c release --product bench >&2
+bench=$(swift build --package-path "$package" -c release --show-bin-path)/bench
+
+# Prints "instructions last-level-misses" for one run of `bench --count $1 $2`.
+count() {
+  local out=$work/callgrind.$1.$2
+  # Fixed caches (a desktop's: 32 KiB L1s, an 8 MiB last level), not the host's, which a
+  # virtual machine may report as anything (here, a direct-mapped 256 MiB).
+  valgrind --tool=callgrind --cache-sim=yes --I1=32768,8,64 --D1=32768,8,64 --LL=8388608,16,64 \
+    --callgrind-out-file="$out" "$bench" --count "$1" "$2" \
+    >/dev/null 2>"$out.log" || {
+    cat "$out.log" >&2
+    exit 1
+  }
+  # The events line names the columns of the summary line: Ir, ILmr, DLmr and DLmw among them.
+  awk '/^events:/ { for (i = 2; i <= NF; i++) column[$i] = i - 1 }
+       /^(summary|totals):/ { ir = $(column["Ir"] + 1)
+         ll = $(column["ILmr"] + 1) + $(column["DLmr"] + 1) + $(column["DLmw"] + 1) }
+       END { print ir, ll }' "$out"
+}
+
+# Prints the cost per operation of workload $1 between sizes $2 and $3 (less $4's, if given).
+per_op() {
+  local small large base_small base_large
+  read -r -a small <<<"$(count "$1" "$2")"
+  read -r -a large <<<"$(count "$1" "$3")"
+  local ir=$((large[0] - small[0])) ll=$((large[1] - small[1]))
+  if [ $# -ge 4 ]; then
+    read -r -a base_small <<<"$(count "$4" "$2")"
+    read -r -a base_large <<<"$(count "$4" "$3")"
+    ir=$((ir - (base_large[0] - base_small[0])))
+    ll=$((ll - (base_large[1] - base_small[1])))
+  fi
+  local n=$(($3 - $2))
+  awk -v name="$1" -v ir="$ir" -v ll="$ll" -v n="$n" \
+    'BEGIN { printf "%-18s %8.0f instructions  %7.1f last-level misses  per op (%d ops)\n", name, ir / n, ll / n, n }'
+}
+
+per_op independent-max4 20000 120000
+per_op idle-start 50 250 idle-baseline

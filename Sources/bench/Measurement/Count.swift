@@ -1,0 +1,55 @@
+import ActorQueue
+import Foundation
+
+/// `bench --count WORKLOAD N`: runs one ActorQueue workload N times and exits, for
+/// `Scripts/instructions.sh`, which runs it under callgrind at two sizes and divides the
+/// difference by the difference of N: what a process start, the calibration and the pool's first
+/// threads cost cancels out, and what is left is the cost per operation.
+enum CountedWorkload: String, CaseIterable, Sendable {
+  /// The bench's `independent max 4, trivial` row: one task adds N trivial operations to a
+  /// queue of limit 4, then awaits them all.
+  case independentMax4 = "independent-max4"
+  /// N starts of an idle queue, each after the caches were flushed (what a request arriving
+  /// every few milliseconds meets): one trivial operation added and awaited at a time.
+  case idleStart = "idle-start"
+  /// `idle-start` without the queue: the same flushes and waits, to subtract from it.
+  case idleBaseline = "idle-baseline"
+
+  /// Runs the workload `n` times.
+  func run(_ n: Int) {
+    switch self {
+    case .independentMax4:
+      _ = Independent.actorQueue(n: n, limit: 4)
+    case .idleStart, .idleBaseline:
+      let queue = ActorQueue(name: "idle", maxConcurrentOperationCount: 4)
+      let ran = DispatchSemaphore(value: 0)
+      var flushed = CacheFlusher()
+      for _ in 0..<n {
+        flushed.flush()
+        if self == .idleStart {
+          queue.addOperation { ran.signal() }
+        } else {
+          ran.signal()
+        }
+        ran.wait()
+        // A queue fed now and then: its worker does not linger, and the next start is idle.
+        Thread.sleep(forTimeInterval: 0.002)
+      }
+    }
+  }
+}
+
+/// Evicts the caches by writing a buffer four times the last level that Scripts/instructions.sh
+/// simulates (8 MiB).
+struct CacheFlusher {
+  private var buffer = [UInt8](repeating: 0, count: 32 << 20)
+  private var round: UInt8 = 0
+
+  mutating func flush() {
+    round &+= 1
+    let value = round
+    buffer.withUnsafeMutableBufferPointer { bytes in
+      for offset in stride(from: 0, to: bytes.count, by: 64) { bytes[offset] = value }
+    }
+  }
+}

@@ -71,6 +71,7 @@ enum Engine {
   static func continueBulk(_ first: BulkWork) {
     var work: BulkWork? = first
     while let next = work.take() {
+      yieldThread()
       var effects = SchedulerEffects()
       scheduler.withLock { $0.continueBulk(next, now: now, &effects) }
       work = effects.takeBulk()

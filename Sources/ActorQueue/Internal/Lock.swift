@@ -12,6 +12,14 @@ import Synchronization
   #error("ActorQueue needs pthread mutexes on this platform")
 #endif
 
+/// Offers the calling thread's core to another runnable thread, if one waits for it: between
+/// the slices of a long call, so that on a machine with few cores the callers it lets take the
+/// lock also get a core to run on.
+@inline(__always)
+func yieldThread() {
+  sched_yield()
+}
+
 /// A value guarded by a `pthread_mutex_t`: the lock behind the scheduler and the event channels.
 ///
 /// Why not `Synchronization.Mutex`: on Linux its contended path hands the lock over through a

@@ -18,7 +18,9 @@
 /// (``SchedulerStateMachine/beginWalk()``), and so does every queue the call changes while it
 /// has work left (``held``): their starts are decided once it ends, as if it had been one event
 /// (by priority, among everything it made ready). Other queues go on, and other callers' events
-/// run between the slices.
+/// run between the slices. A dependent left to end in a later slice keeps its count of
+/// unfinished dependencies, so no event between the slices (a submission, `resume()`, an edge
+/// removed) makes it ready.
 struct BulkWork: Sendable {
   /// The dependents of an ended operation still to release, from `next` on.
   struct Release: Sendable {

@@ -12,7 +12,10 @@
 #   independent-max4   the bench's `independent max 4, trivial` row: add, run and end one op
 #   idle-start         an op added to an idle queue and awaited, caches flushed before each
 #                      (less `idle-baseline`, the same flushes and waits without the queue)
-# Installs valgrind from Debian's packages if it is missing. Takes about five minutes.
+# Run it on a quiet machine, a few times: workers that linger poll and the records' storage is
+# judged by the clock, so the counts move by about 1% from run to run (the idle start's misses by
+# about 3%), and more when other work runs beside them. Installs valgrind from Debian's packages
+# if it is missing. Takes about a minute.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)

@@ -6,6 +6,20 @@ import Testing
 /// time passes; each checkpoint is an event the test sends for the body that reaches it.
 @Suite("Scheduler value: pause and resume")
 struct PauseSchedulerTests {
+  @Test("A scheduler value lists its workers asked to pause in its own directory, not the process's queues'")
+  func pauseDirectoryIsPerScheduler() throws {
+    var h = SchedulerHarness()
+    let q = h.makeQueue(limit: 1)
+    h.add("a", to: q)
+    h.pause("a")
+    let worker = try #require(h.scheduler.operations[h.index("a")].worker)
+    #expect(h.scheduler.pauses.count == 1 && h.scheduler.pauses.contains(worker))
+    #expect(!Engine.pauses.contains(worker), "the real queues' checkpoints never see a test's workers")
+    #expect(h.scheduler.pauses !== Engine.pauses)
+    h.resume("a")
+    #expect(h.scheduler.pauses.count == 0)
+  }
+
   @Test(
     "A paused body gives its slot to the next waiting op; resumed, it waits for a slot and continues on its own task"
   )

@@ -14,10 +14,12 @@ import Synchronization
 /// again for the rest (`continueBulk`, `BulkWork`), so no call stalls every other queue.
 ///
 /// Nested locking: only two leaf locks are ever taken inside this one, `EventChannel`'s own and
-/// the list of workers asked to pause (`Worker.askedToPause`, by `setPauseRequested`); a worker's
-/// handle lock is taken outside it.
+/// the list of workers asked to pause (`PauseDirectory`, by `Worker.setPauseRequested`); a
+/// worker's handle lock is taken outside it.
 enum Engine {
-  static let scheduler = LockedValue(Scheduler())
+  static let scheduler = LockedValue(Scheduler(pauses: pauses))
+  /// The workers of the process's queues asked to pause (see `PauseDirectory`).
+  static let pauses = PauseDirectory()
 
   /// Set when an operation is made ready on a queue whose worker lingers (at most one worker in
   /// the process lingers); the lingering worker polls it without the lock, and takes the lock
@@ -161,66 +163,20 @@ final class Worker: Sendable {
   var isPauseRequested: Bool { pauseRequested.load(ordering: .relaxed) }
 
   /// Set and cleared under the scheduler's lock. A worker whose flag is set is listed in
-  /// `askedToPause`, where its body's checkpoints find it.
-  func setPauseRequested(_ requested: Bool) {
+  /// `directory` (its scheduler's `pauses`), where its body's checkpoints find it.
+  func setPauseRequested(_ requested: Bool, in directory: PauseDirectory) {
     guard pauseRequested.load(ordering: .relaxed) != requested else { return }
     pauseRequested.store(requested, ordering: .relaxed)
     if requested {
-      Self.askedToPause.withLock { $0.append(self) }
-      Self.askedToPauseCount.add(1, ordering: .relaxed)
+      directory.add(self)
     } else {
-      Self.askedToPauseCount.subtract(1, ordering: .relaxed)
-      // Taken out, and released once the list's lock is released (the caller holds a reference
-      // anyway: nothing is freed under either lock).
-      let removed = Self.askedToPause.withLock { list -> Worker? in
-        guard let position = list.firstIndex(where: { $0 === self }) else { return nil }
-        return list.remove(at: position)
-      }
-      precondition(removed != nil, "Internal inconsistency: a worker asked to pause was not listed")
+      directory.remove(self)
     }
   }
 
-  // MARK: Finding the worker of a checkpoint
-
-  /// The workers whose operation is asked to pause, or paused: usually none, and at most one
-  /// per operation given a slot. A checkpoint looks its task up here.
-  ///
-  /// Why not a task-local bound to each worker's task: binding one (`TaskLocal.withValue`) cost
-  /// every worker's start its push, a check that the task is no task group's body (a walk of the
-  /// task's status records under their lock) and the pop: about 25 last-level cache misses with
-  /// cold caches (callgrind's cache simulator), which an idle queue pays on each start, before
-  /// the body runs. A checkpoint that finds nothing to do now costs one atomic load of the count
-  /// below, instead of a task-local lookup and a load; while some operation in the process is
-  /// asked to pause, checkpoints search this short list under its own lock. Lock order: the
-  /// list's lock is taken under the scheduler's (by `setPauseRequested`), and nothing takes the
-  /// scheduler's lock while holding it.
-  private static let askedToPause = LockedValue<[Worker]>([])
-  /// `askedToPause.count`, readable without the lock: the checkpoint's fast path.
-  private static let askedToPauseCount = Atomic<Int>(0)
-
-  /// How many workers are listed as asked to pause, process-wide (for tests: 0 once no
-  /// operation is asked to pause or paused).
-  static var operationsAskedToPause: Int { askedToPauseCount.load(ordering: .relaxed) }
-
-  /// The address of the task recorded for this worker, 0 until known (for tests: it must be the
-  /// address its task sees, whoever recorded it).
+  /// The address of the task recorded for this worker, 0 until known (a checkpoint finds its
+  /// worker by it; for tests: it must be the address its task sees, whoever recorded it).
   var recordedTaskAddress: Int { task.load(ordering: .relaxed) }
-
-  /// Whether this worker is listed as asked to pause (for tests: it must be exactly when its
-  /// flag is set).
-  var isListedAsAskedToPause: Bool {
-    Self.askedToPause.withLock { list in list.contains { $0 === self } }
-  }
-
-  /// The worker whose task is the calling task, if its operation is asked to pause (or is
-  /// paused). Only the body's own task qualifies: a child task, or an unstructured task the
-  /// body created, has another address.
-  static func askedToPauseForCurrentTask() -> Worker? {
-    guard askedToPauseCount.load(ordering: .relaxed) > 0 else { return nil }
-    let task = currentTaskAddress()
-    guard task != 0 else { return nil }
-    return askedToPause.withLock { list in list.first { $0.task.load(ordering: .relaxed) == task } }
-  }
 
   /// The worker's task, as its address (``currentTaskAddress()``): a checkpoint pauses an operation only
   /// from the task that runs its body.
@@ -258,9 +214,8 @@ final class Worker: Sendable {
 
   /// Gives the worker its first step (before its task exists).
   func setFirst(_ step: consuming WorkerAction) {
-    handleLock.lock()
-    defer { handleLock.unlock() }
-    handleState.first = consume step
+    var step = Optional(step)
+    withHandle { handle in handle.first = step.take() }
   }
 
   /// Takes the first step, so the task does not keep it (and the body it holds) alive until the
@@ -442,9 +397,9 @@ extension Engine {
   /// path (a pause is asked for, or it is paused). Only the body's own task (the worker's)
   /// qualifies: a child task or an unstructured task that a body created may run beside it or
   /// outlive it, so it cannot give the operation's slot back. Cost: one atomic load while no
-  /// operation in the process is asked to pause (see `Worker.askedToPause`).
+  /// operation in the process is asked to pause (see `PauseDirectory`).
   static func checkpointContext() -> CheckpointContext? {
-    Worker.askedToPauseForCurrentTask()?.runningContext()
+    pauses.workerOfCurrentTask()?.runningContext()
   }
 
   /// Tells apart the tasks suspended at checkpoints.

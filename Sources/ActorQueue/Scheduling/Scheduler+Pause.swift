@@ -73,7 +73,7 @@ extension Scheduler {
       withdrawFromReady(index)
       transition(index, to: operations[index].worker == nil ? .pending : .paused, &effects)
     case .executing:
-      operations[index].worker?.setPauseRequested(true)
+      operations[index].worker?.setPauseRequested(true, in: pauses)
     case .paused:
       withdrawFromReady(index)  // it was paused for the excess and competed for a slot
     case .finished, .failed, .cancelled:
@@ -107,7 +107,7 @@ extension Scheduler {
         makeReady(index, &effects)
       }
     case .executing:
-      operations[index].worker?.setPauseRequested(false)
+      operations[index].worker?.setPauseRequested(false, in: pauses)
     case .paused where operations[index].worker != nil && !operations[index].cancelRequested:
       if operations[index].readyStamp == nil { insertPausedIntoReady(index) }
       transition(index, to: .ready, &effects)
@@ -174,7 +174,7 @@ extension Scheduler {
     queues[operations[index].queue].pausedInReady -= 1
     nextStart += 1
     operations[index].startOrder = nextStart
-    operations[index].worker?.setPauseRequested(false)
+    operations[index].worker?.setPauseRequested(false, in: pauses)
     transition(index, to: .executing, &effects)
     for waiter in operations[index].pauseWaiters {
       effects.resumeCheckpoint(waiter.resume, cancelled: false)
@@ -315,7 +315,7 @@ extension Scheduler {
     }
     for index in candidates.prefix(excess) {
       operations[index].excessPaused = true
-      operations[index].worker?.setPauseRequested(true)
+      operations[index].worker?.setPauseRequested(true, in: pauses)
     }
     queues[queue].hasExcessRequests = true
   }
@@ -350,7 +350,7 @@ extension Scheduler {
     }
     for index in requested.prefix(surplus) {
       operations[index].excessPaused = false
-      operations[index].worker?.setPauseRequested(false)
+      operations[index].worker?.setPauseRequested(false, in: pauses)
     }
     if surplus == requested.count { queues[queue].hasExcessRequests = false }
   }

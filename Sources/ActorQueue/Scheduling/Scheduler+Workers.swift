@@ -41,7 +41,7 @@ extension Scheduler {
     let terminal = record(outcome, of: index)
     operations[index].worker = nil
     unlinkStarted(index, in: queue)
-    worker.setPauseRequested(false)
+    worker.setPauseRequested(false, in: pauses)
     let taskCancelled = operations[index].taskCancelled
     operations[index].taskCancelled = false
     if operations[index].state == .executing {

@@ -597,7 +597,13 @@ struct Scheduler: Sendable {
   private var releaseBacklog: [Handle] = []
   private var isDrainingBacklog = false
 
-  init() {}
+  /// The workers asked to pause, where checkpoints find them: the process's queues share
+  /// `Engine.pauses`; a test's scheduler value has its own.
+  let pauses: PauseDirectory
+
+  init(pauses: PauseDirectory = PauseDirectory()) {
+    self.pauses = pauses
+  }
 
   // MARK: Operations
 

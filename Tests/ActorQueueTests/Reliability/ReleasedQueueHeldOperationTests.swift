@@ -276,11 +276,11 @@ struct ReleasedQueueHeldOperationTests {
       operation!.pause()
       proceed.open()
       for await state in operation!.events where state == .paused { break }
-      precondition(Worker.operationsAskedToPause == 1, "the paused body is listed")
+      precondition(Engine.pauses.count == 1, "the paused body is listed")
       queue = nil
       operation = nil
-      let listed = await eventually { Worker.operationsAskedToPause == 0 }
-      precondition(listed, "still \(Worker.operationsAskedToPause) asked to pause")
+      let listed = await eventually { Engine.pauses.count == 0 }
+      precondition(listed, "still \(Engine.pauses.count) asked to pause")
     }
   }
 }

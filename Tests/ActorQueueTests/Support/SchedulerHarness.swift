@@ -234,12 +234,13 @@ struct SchedulerHarness {
 
   /// Whether the worker running `name` has its pause flag set (what a checkpoint reads first).
   /// Also checks that the worker is listed where checkpoints look for it exactly when its flag
-  /// is set (`Worker.askedToPause`).
+  /// is set (`Scheduler.pauses`).
   func pauseFlag(_ name: String) -> Bool {
     guard let worker = scheduler.operations[index(name)].worker else { return false }
     let flag = worker.isPauseRequested
     #expect(
-      worker.isListedAsAskedToPause == flag, "\(name)'s worker is listed for checkpoints iff its flag is set")
+      scheduler.pauses.contains(worker) == flag,
+      "\(name)'s worker is listed for checkpoints iff its flag is set")
     return flag
   }
 

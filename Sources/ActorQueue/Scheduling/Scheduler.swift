@@ -360,6 +360,17 @@ struct OperationRecord: Sendable {
   static let vacant = OperationRecord(
     id: OperationID(rawValue: 0), name: nil, priority: .normal, work: .follower)
 
+  /// The fields ``reuse(id:name:priority:work:)`` sets, and those set before they are read
+  /// (`order` when enqueued, `startOrder` when started). It assumes every other field of a
+  /// free record is at ``vacant``'s value: the tests check that on every free record
+  /// (`FreeRecordCheck`), so a field added without resetting it where records are freed fails.
+  static let fieldsSetByReuse: Set<String> = [
+    "id", "isLive", "name", "priority", "state", "cancelRequested", "wasEnqueued", "isBarrier",
+    "taskCancelled", "runsExternally", "isDetached", "pauseHeld", "excessPaused", "isWeaklyReferenced",
+    "isLetGo", "isHandleGone", "queue", "unfinishedDependencies", "extras", "hasExtras", "body", "external",
+    "order", "startOrder",
+  ]
+
   /// Makes a free record (every field left as ``Scheduler/releaseOperation(_:owner:now:)``
   /// leaves it) the record of a new operation, field by field: cheaper than assigning a whole
   /// record.
@@ -557,6 +568,8 @@ struct Scheduler: Sendable {
 
   var operations: [OperationRecord] = []
   private var freeOperations: [Int] = []
+  /// The free records' indices (for tests).
+  var freeRecordIndices: [Int] { freeOperations }
   /// The most records live at once, the records created, and when, since the storage was last
   /// judged (see `judgeStorageIfAllFree(now:)`).
   private var peakLiveOperations = 0

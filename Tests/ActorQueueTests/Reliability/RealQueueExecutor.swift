@@ -291,6 +291,11 @@ private final class RealRun {
         step: nil,
         message: "not freed at the end: ops \(ops), queues \(queues.map { "q\($0)" }), bodies of \(bodies)")
     }
+    // Every free record of the process is as `Scheduler.reuse` assumes.
+    let notReset = Engine.read { FreeRecordCheck.fieldsNotReset(in: $0) }
+    if !notReset.isEmpty {
+      return ScriptFailure(step: nil, message: "free records keep values: \(notReset.prefix(6))")
+    }
     return nil
   }
 

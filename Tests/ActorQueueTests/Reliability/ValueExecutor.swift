@@ -122,6 +122,12 @@ private struct ValueRun {
     if expectation != .skip, let problem = quiesce() {
       return ScriptFailure(step: index, message: "after \(step): \(problem)")
     }
+    // Every free record is as `Scheduler.reuse` assumes.
+    let notReset = FreeRecordCheck.fieldsNotReset(in: harness.scheduler)
+    if !notReset.isEmpty {
+      return ScriptFailure(
+        step: index, message: "after \(step): free records keep values: \(notReset.prefix(6))")
+    }
     return nil
   }
 
@@ -501,7 +507,8 @@ struct ValueRandomScriptTests {
       "Reliability value scripts: \(count) passed in \(String(format: "%.2f", seconds)) s; "
         + "\(ValueExecutor.checkedCycles.load(ordering: .relaxed)) refused cycles were real cycles of the model "
         + "(\(ValueExecutor.checkedCyclesThroughSharedWork.load(ordering: .relaxed)) through shared work); "
-        + "\(ValueExecutor.interleavedSteps.load(ordering: .relaxed)) steps ran between the slices of another"
+        + "\(ValueExecutor.interleavedSteps.load(ordering: .relaxed)) steps ran between the slices of another; "
+        + "\(FreeRecordCheck.checkedRecords.load(ordering: .relaxed)) free records were as reuse assumes"
     )
   }
 }

@@ -11,7 +11,7 @@
 /// likely come back within the window again. A queue fed from time to time (the usual app
 /// case) never lingers; one fed back to back (a request/response loop, a pipeline stage)
 /// starts each operation without a wake-up. At most one worker in the process lingers at a
-/// time (`Engine.State.lingeringWorkers`).
+/// time (`Scheduler.lingeringWorkers`).
 struct LingerPolicy {
   /// How long a worker lingers at most: about what the wake-up it saves costs, so that a
   /// linger that goes unused costs about as much as it would have saved (spin, then block, as

@@ -261,7 +261,6 @@ extension Scheduler {
     !operations[index].dependencies.isEmpty || (operations[index].hasExtras && operations[index].leader >= 0)
   }
 
-  /// Whether a dependent entry still names an unfinished operation (not ended, not freed).
   /// Whether `index` waits to start: pending or ready, and neither a paused body resumed and
   /// waiting for a slot nor cancelled work running detached.
   func hasNotStarted(_ index: Int) -> Bool {
@@ -269,6 +268,7 @@ extension Scheduler {
       && operations[index].worker == nil && !operations[index].isDetached
   }
 
+  /// Whether a dependent entry still names an unfinished operation (not ended, not freed).
   func isUnfinished(_ entry: DependentEntry) -> Bool {
     operations[entry.index].isLive && operations[entry.index].id == entry.id
       && !operations[entry.index].state.isTerminal

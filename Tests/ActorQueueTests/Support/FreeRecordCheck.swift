@@ -5,13 +5,17 @@ import Synchronization
 /// initial values: the fields of each free record, other than those it sets, that differ from
 /// a vacant record's (by their description: closures, handles and values alike).
 enum FreeRecordCheck {
+  /// Free records checked so far (the value tester prints it).
   static let checkedRecords = Atomic<Int>(0)
 
+  /// A vacant record's fields, described.
+  private static let vacant = Dictionary(
+    uniqueKeysWithValues: Mirror(reflecting: OperationRecord.vacant).children.map {
+      ($0.label ?? "?", String(describing: $0.value))
+    })
+
   static func fieldsNotReset(in scheduler: Scheduler) -> [String] {
-    let vacant = Dictionary(
-      uniqueKeysWithValues: Mirror(reflecting: OperationRecord.vacant).children.map {
-        ($0.label ?? "?", String(describing: $0.value))
-      })
+    guard !scheduler.freeRecordIndices.isEmpty else { return [] }
     var problems: [String] = []
     checkedRecords.add(scheduler.freeRecordIndices.count, ordering: .relaxed)
     for index in scheduler.freeRecordIndices {

@@ -71,7 +71,7 @@ public actor ActorQueue {
     storedName = name
     storedTaskPriority = taskPriority
     isMainQueue = false
-    reference = Engine.read { $0.createQueue(name: name, limit: limit, taskPriority: taskPriority) }
+    reference = Engine.mutate { $0.createQueue(name: name, limit: limit, taskPriority: taskPriority) }
   }
 
   /// The serial queue under ``ActorQueue/main``, whose limit stays 1.
@@ -79,7 +79,7 @@ public actor ActorQueue {
     storedName = name
     storedTaskPriority = nil
     isMainQueue = true
-    reference = Engine.read { $0.createQueue(name: name, limit: 1, taskPriority: nil) }
+    reference = Engine.mutate { $0.createQueue(name: name, limit: 1, taskPriority: nil) }
   }
 
   deinit {
@@ -181,7 +181,7 @@ public actor ActorQueue {
       }
       channel = EventChannel(capacity: capacity, droppedMarker: QueueEvent.dropped(count:last:))
     }
-    Engine.read { $0.subscribe(channel, to: index) }
+    Engine.mutate { $0.subscribe(channel, to: index) }
     return channel.makeStream()
   }
 
@@ -337,7 +337,7 @@ public actor ActorQueue {
   /// waiting. No thread blocks; cancelling the waiting task does not end the wait.
   public nonisolated func waitUntilAllOperationsAreFinished() async {
     await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-      let waits = Engine.read { $0.addAllFinishedWaiter(continuation, to: index) }
+      let waits = Engine.mutate { $0.addAllFinishedWaiter(continuation, to: index) }
       if !waits { continuation.resume() }
     }
   }

@@ -89,7 +89,7 @@ public class AnyQueueOperation: Hashable, @unchecked Sendable, CustomStringConve
   /// Cost: O(1), plus O(log n) for the re-sort.
   public var queuePriority: OperationPriority {
     get { Engine.read { $0.priority(of: recordIndex) } }
-    set { Engine.read { $0.setPriority(newValue, of: recordIndex) } }
+    set { Engine.mutate { $0.setPriority(newValue, of: recordIndex) } }
   }
 
   /// The current state. A snapshot: it may change as soon as it is read.
@@ -193,7 +193,7 @@ public class AnyQueueOperation: Hashable, @unchecked Sendable, CustomStringConve
   /// `waitUntilFinished()` blocks one).
   public func waitUntilFinished() async {
     await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-      let waits = Engine.read { $0.addWaiter(continuation, to: recordIndex) }
+      let waits = Engine.mutate { $0.addWaiter(continuation, to: recordIndex) }
       if !waits { continuation.resume() }
     }
   }
@@ -320,7 +320,7 @@ public final class QueueOperation<Success: Sendable>: AnyQueueOperation, @unchec
   /// ``value`` resume. Each handler is released after it runs, so capturing the operation
   /// forms no lasting cycle (Foundation's `completionBlock` does).
   public func onCompletion(_ handler: @escaping @Sendable (Result<Success, any Error>) -> Void) {
-    let ended = Engine.read {
+    let ended = Engine.mutate {
       $0.addCompletionHandler({ outcome in handler(Self.typed(outcome)) }, to: recordIndex)
     }
     if let ended { handler(Self.typed(ended.value)) }

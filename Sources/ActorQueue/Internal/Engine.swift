@@ -87,10 +87,18 @@ enum Engine {
   /// thread reads meanwhile may show part of such a call's work done).
   static let callsInSlices = Atomic<Int>(0)
 
-  /// Reads the scheduler under the lock. The body must not return anything user-owned whose
-  /// last reference it could drop.
+  /// Reads the scheduler under the lock; the body cannot change it. The body must not return
+  /// anything user-owned whose last reference it could drop.
   @inline(__always)
-  static func read<Result>(_ body: (inout Scheduler) -> Result) -> Result {
+  static func read<Result>(_ body: (borrowing Scheduler) -> Result) -> Result {
+    scheduler.withLock { body($0) }
+  }
+
+  /// Changes the scheduler under the lock with a call that records no effect and decides no
+  /// start (a new queue, a waiter or subscriber registered, a priority changed): an event that
+  /// does either goes through `withLock` and performs its effects after unlocking.
+  @inline(__always)
+  static func mutate<Result>(_ body: (inout Scheduler) -> Result) -> Result {
     scheduler.withLock { body(&$0) }
   }
 }

@@ -163,7 +163,7 @@ struct RealQueueExecutor: ScriptExecutor {
 
   func run(_ script: Script) async -> ScriptFailure? {
     // The process's own scheduler: the scripts run in a child process of their own.
-    Engine.read { $0.sliceLimit = script.sliceLimit }
+    Engine.mutate { $0.sliceLimit = script.sliceLimit }
     let run = RealRun(
       script: script, checkFreeingEachStep: checkFreeingEachStep, checkFreeingAtEnd: checkFreeingAtEnd)
     let failure = await run.execute()

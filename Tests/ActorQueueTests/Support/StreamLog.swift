@@ -193,7 +193,7 @@ func startOrder(in events: [QueueEvent]) -> [OperationID] {
 /// Makes the next worker that finds `queue` idle linger, as if its last idle spell had been
 /// short (it still does not if another worker in the process lingers at that moment).
 func primeLinger(_ queue: ActorQueue) {
-  Engine.read { $0.queues[queue.index].linger.observe(idleSpell: .zero) }
+  Engine.mutate { $0.queues[queue.index].linger.observe(idleSpell: .zero) }
 }
 
 /// Whether a worker of `queue` lingers now.

@@ -1,7 +1,5 @@
 /// A worker task to start.
 struct Spawn: Sendable {
-  typealias Handle = AnyQueueOperation
-
   /// `TaskPriority.rawValue`: a fixed-layout field (see `QueueRecord.taskPriority`).
   let taskPriority: UInt8?
   let worker: Worker
@@ -21,8 +19,6 @@ struct Spawn: Sendable {
 /// releases and a test, not one release per kind of value (measured: destroying the inline form
 /// was about a tenth of an operation's cost).
 struct Garbage: Sendable {
-  typealias Handle = AnyQueueOperation
-
   private struct More: Sendable {
     var handles: [Handle]?
     var body: OperationBody?
@@ -40,7 +36,7 @@ struct Garbage: Sendable {
 
   var hasHandles: Bool { handle != nil }
 
-  mutating func keep(handle: Handle) {
+  mutating func releaseLater(handle: Handle) {
     if self.handle == nil {
       self.handle = handle
     } else {
@@ -49,15 +45,15 @@ struct Garbage: Sendable {
     }
   }
 
-  mutating func keep(outcome: OutcomeBox) {
+  mutating func releaseLater(outcome: OutcomeBox) {
     if self.outcome == nil {
       self.outcome = outcome
     } else {
-      keep(outcome as any Sendable)
+      releaseLater(outcome as any Sendable)
     }
   }
 
-  mutating func keep(body: OperationBody) {
+  mutating func releaseLater(body: OperationBody) {
     if more == nil { more = More() }
     if more!.body == nil {
       more!.body = body
@@ -66,7 +62,7 @@ struct Garbage: Sendable {
     }
   }
 
-  mutating func keep(external: any ExternalWork) {
+  mutating func releaseLater(external: any ExternalWork) {
     if more == nil { more = More() }
     if more!.external == nil {
       more!.external = external
@@ -75,7 +71,7 @@ struct Garbage: Sendable {
     }
   }
 
-  mutating func keep(error: any Error) {
+  mutating func releaseLater(error: any Error) {
     if more == nil { more = More() }
     if more!.error == nil {
       more!.error = error
@@ -84,7 +80,7 @@ struct Garbage: Sendable {
     }
   }
 
-  mutating func keep(_ value: any Sendable) {
+  mutating func releaseLater(_ value: any Sendable) {
     if more == nil { more = More() }
     more!.values.append(value)
   }
@@ -107,8 +103,6 @@ struct Garbage: Sendable {
 /// `SchedulerEffects` costs no allocation, and creating and destroying one costs a few tests,
 /// not a release per list. `Engine` performs them (`perform()`); tests read them.
 struct SchedulerEffects: Sendable {
-  typealias Handle = AnyQueueOperation
-
   private struct Lists: Sendable {
     /// Workers to start after the first (``SchedulerEffects/firstSpawn``): rare, an event
     /// that frees or raises several slots at once.

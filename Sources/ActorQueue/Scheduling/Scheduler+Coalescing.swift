@@ -93,7 +93,7 @@ extension Scheduler {
       })
     else { preconditionFailure("Internal inconsistency: coalesced work left no key behind") }
     queues[queue].coalesced[hash] = nil
-    effects.garbage.keep(bucket.entries.remove(at: position).key)
+    effects.garbage.releaseLater(bucket.entries.remove(at: position).key)
     if !bucket.entries.isEmpty {
       bucket.version = nextCoalescingVersion()
       queues[queue].coalesced[hash] = bucket
@@ -118,7 +118,7 @@ extension Scheduler {
     terminate(index, as: .cancelled, error: cancellationError, &effects)
     if let position = operations[leader].extras!.followerHandles.firstIndex(where: { $0.recordIndex == index }
     ) {
-      effects.garbage.keep(handle: operations[leader].extras!.followerHandles.remove(at: position))
+      effects.garbage.releaseLater(handle: operations[leader].extras!.followerHandles.remove(at: position))
     }
     if operations[leader].extras!.followers.contains(where: isUnfinished) {
       raiseLeaderPriority(leader)
@@ -161,6 +161,6 @@ extension Scheduler {
           keeps: kept.removeValue(forKey: entry.index)
         ))
     }
-    for handle in kept.values { effects.garbage.keep(handle: handle) }
+    for handle in kept.values { effects.garbage.releaseLater(handle: handle) }
   }
 }

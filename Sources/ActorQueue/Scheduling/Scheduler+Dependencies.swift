@@ -165,7 +165,7 @@ extension Scheduler {
     }
     let edge = operations[dependent].dependencies.remove(at: position)
     operations[dependent].edgePositions = nil
-    if let handle = edge.handle { effects.garbage.keep(handle: handle) }
+    if let handle = edge.handle { effects.garbage.releaseLater(handle: handle) }
     guard !dependencyEnded else { return }  // its end counted already
     let id = operations[dependent].id
     if let entry = operations[dependency].dependents.firstIndex(where: {

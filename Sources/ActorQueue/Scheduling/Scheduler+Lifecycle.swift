@@ -131,7 +131,7 @@ extension Scheduler {
     operations[index].excessPaused = false
     if let error { recordEndWithoutRunning(index, as: terminal, error: error) }
     // A body that never ran, or external work that ended: released after unlocking.
-    if let unused = operations[index].body.take() { effects.garbage.keep(body: unused) }
+    if let unused = operations[index].body.take() { effects.garbage.releaseLater(body: unused) }
     if let external = operations[index].external.take() {
       effects.externalEnded(external)
     }
@@ -181,7 +181,7 @@ extension Scheduler {
         freeEnded(index, owner: handle.id, &effects)
         handle.recordWasFreed()
       }
-      effects.garbage.keep(handle: handle)
+      effects.garbage.releaseLater(handle: handle)
     }
     if operations[index].isHandleGone { freeEnded(index, owner: operations[index].id, &effects) }
   }
@@ -270,7 +270,7 @@ extension Scheduler {
       operations[index].dependencies[position].weakHandle = WeakHandle(object: handle)
       operations[index].dependencies[position].handle = nil
       operations[operations[index].dependencies[position].index].isWeaklyReferenced = true
-      effects.garbage.keep(handle: handle)
+      effects.garbage.releaseLater(handle: handle)
     }
   }
 

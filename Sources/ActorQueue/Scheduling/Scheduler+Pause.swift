@@ -240,10 +240,10 @@ extension Scheduler {
     guard !operations[index].isLetGo else { return }
     operations[index].isLetGo = true
     if operations[index].hasExtras, operations[index].extras!.coalescing != nil {
-      for handle in operations[index].extras!.followerHandles { effects.garbage.keep(handle: handle) }
+      for handle in operations[index].extras!.followerHandles { effects.garbage.releaseLater(handle: handle) }
       operations[index].extras!.followerHandles = []
     } else if let handle = operations[index].enqueuedHandle.take() {
-      effects.garbage.keep(handle: handle)
+      effects.garbage.releaseLater(handle: handle)
     }
   }
 

@@ -173,7 +173,7 @@ extension Scheduler {
       }
       sliceWork += 1
       let dependent = end.index
-      if let handle = end.keeps { effects.garbage.keep(handle: handle) }
+      if let handle = end.keeps { effects.garbage.releaseLater(handle: handle) }
       guard operations[dependent].isLive, operations[dependent].id == end.id,
         !operations[dependent].state.isTerminal, !operations[dependent].isDetached
       else { continue }

@@ -1,7 +1,5 @@
 /// What a worker does after a step.
 enum WorkerAction: Sendable {
-  typealias Handle = AnyQueueOperation
-
   /// Run this operation's body, then report ``Scheduler/operationEnded(_:worker:queue:outcome:yieldAfter:now:)``.
   case run(operation: Int, id: OperationID, body: OperationBody)
   /// Start the work of an externally completed operation (it keeps its slot until the work

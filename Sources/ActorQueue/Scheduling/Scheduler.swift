@@ -228,8 +228,6 @@ struct WeakHandle<Object: AnyObject & Sendable>: Sendable {
 
 /// A dependency edge, as the dependent holds it.
 struct DependencyEdge: Sendable {
-  typealias Handle = AnyQueueOperation
-
   /// The dependency's record.
   let index: Int
   /// The dependency itself: strongly while the dependent is unfinished.
@@ -263,8 +261,6 @@ struct DependentEntry: Sendable {
 
 /// One operation's scheduling record.
 struct OperationRecord: Sendable {
-  typealias Handle = AnyQueueOperation
-
   /// The identifier of the handle this record belongs to.
   var id: OperationID
   /// `false` while the index is free.
@@ -488,8 +484,6 @@ struct PauseWaiter: Sendable {
 
 /// One queue's scheduling record.
 struct QueueRecord: Sendable {
-  typealias Handle = AnyQueueOperation
-
   /// Distinguishes this queue from earlier ones that used the same index.
   var generation: UInt64
   var isLive = true
@@ -560,10 +554,11 @@ struct QueueReference: Hashable, Sendable {
   let generation: UInt64
 }
 
+/// An operation's handle, as the scheduler and its effects hold it.
+typealias Handle = AnyQueueOperation
+
 /// The whole scheduling state of the process; see the top of this file.
 struct Scheduler: Sendable {
-  typealias Handle = AnyQueueOperation
-
   typealias Effects = SchedulerEffects
 
   var operations: [OperationRecord] = []
@@ -685,19 +680,19 @@ struct Scheduler: Sendable {
     // be reused), so there is nothing to unlink there. What it owned is taken out in place.
     if !operations[index].dependencies.isEmpty {
       for edge in operations[index].dependencies {
-        if let handle = edge.handle { garbage.keep(handle: handle) }
+        if let handle = edge.handle { garbage.releaseLater(handle: handle) }
       }
       operations[index].dependencies = []
     }
-    if let outcome = operations[index].outcome.take() { garbage.keep(outcome: outcome) }
-    if let body = operations[index].body.take() { garbage.keep(body: body) }
-    if let external = operations[index].external.take() { garbage.keep(external: external) }
-    if let error = operations[index].thrownError.take() { garbage.keep(error: error) }
+    if let outcome = operations[index].outcome.take() { garbage.releaseLater(outcome: outcome) }
+    if let body = operations[index].body.take() { garbage.releaseLater(body: body) }
+    if let external = operations[index].external.take() { garbage.releaseLater(external: external) }
+    if let error = operations[index].thrownError.take() { garbage.releaseLater(error: error) }
     operations[index].readyStamp = nil
     operations[index].edgePositions = nil
     if !operations[index].dependents.isEmpty { operations[index].dependents = [] }
     if !operations[index].completionHandlers.isEmpty {
-      garbage.keep(operations[index].completionHandlers)
+      garbage.releaseLater(operations[index].completionHandlers)
       operations[index].completionHandlers = []
     }
     if !operations[index].subscribers.isEmpty { operations[index].subscribers = [] }
@@ -720,8 +715,8 @@ struct Scheduler: Sendable {
       "Internal inconsistency: operation record \(index) freed while not an ended operation of \(owner)")
     operations[index].isLive = false
     freeOperations.append(index)
-    if let outcome = operations[index].outcome.take() { effects.garbage.keep(outcome: outcome) }
-    if let error = operations[index].thrownError.take() { effects.garbage.keep(error: error) }
+    if let outcome = operations[index].outcome.take() { effects.garbage.releaseLater(outcome: outcome) }
+    if let error = operations[index].thrownError.take() { effects.garbage.releaseLater(error: error) }
     if !operations[index].dependencies.isEmpty { operations[index].dependencies = [] }
     if operations[index].edgePositions != nil { operations[index].edgePositions = nil }
     // An end that freed the last record is judged at the end of its event, by `settle`, which
@@ -837,7 +832,7 @@ struct Scheduler: Sendable {
     else { return }
     let generation = queues[queue].generation
     for subscriber in queues[queue].subscribers { subscriber.finish(effects: &effects) }
-    effects.garbage.keep(queues[queue].subscribers)
+    effects.garbage.releaseLater(queues[queue].subscribers)
     queues[queue] = QueueRecord(
       generation: generation, isLive: false, machine: SchedulerStateMachine(limit: 1))
     freeQueues.append(queue)
@@ -1007,7 +1002,7 @@ struct Scheduler: Sendable {
       dropped.append(channel)
       return true
     }
-    if !dropped.isEmpty { effects.garbage.keep(dropped) }
+    if !dropped.isEmpty { effects.garbage.releaseLater(dropped) }
   }
 
   /// Moves `index` to a non-terminal `newState` and tells its subscribers and its queue's.

@@ -80,7 +80,7 @@ struct LingerTests {
     // The lingering worker polls on another thread: it may take the operation before the
     // cancel (then the body runs and ignores it) or find it gone (then it lingers on or
     // retires). Either way the operation ends once, and the queue goes on. (The "found it
-    // gone" path is pinned down by SchedulerStateMachineTests.)
+    // gone" path is pinned down by QueueStartRuleTests.)
     try await untilAWorkerLingers {
       let queue = ActorQueue(maxConcurrentOperationCount: 1)
       let runs = Counter()

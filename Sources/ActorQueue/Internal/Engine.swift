@@ -302,7 +302,7 @@ extension Engine {
   }
 
   /// The worker task's loop. Every step that takes the lock is a synchronous function kept out
-  /// of line (`workerStarted(_:)` and the three after it), so that its effects value, its
+  /// of line (`askForWork(_:)` and the three after it), so that its effects value, its
   /// closures and its scratch live on the thread's stack for the length of the critical section,
   /// not in this function's async frame for the task's whole life: inlined here, the four steps
   /// made that frame 1,712 bytes, more than the task allocator's first slab holds, so every
@@ -317,7 +317,7 @@ extension Engine {
     var action: WorkerAction
     switch worker.takeFirst() {
     case .some(let first): action = first
-    case .none: action = workerStarted(worker)
+    case .none: action = askForWork(worker)
     }
     var streak: UInt = 0
     while true {
@@ -337,7 +337,7 @@ extension Engine {
         action = claimNext(worker)
       case .yieldThenContinue:
         await Task.yield()
-        action = workerStarted(worker)
+        action = askForWork(worker)
       case .linger(let since):
         // Polls without the lock: an operation made ready on this queue sets the flag.
         await Task.yield()
@@ -359,8 +359,8 @@ extension Engine {
   // MARK: The worker's steps under the lock (see `runWorker`)
 
   @inline(never)
-  private static func workerStarted(_ worker: Worker) -> WorkerAction {
-    run { $0.workerStarted(worker, queue: worker.queue, now: now, &$1) }
+  private static func askForWork(_ worker: Worker) -> WorkerAction {
+    run { $0.workerAsksForWork(worker, queue: worker.queue, now: now, &$1) }
   }
 
   @inline(never)

@@ -167,7 +167,7 @@ extension Scheduler {
     effects.resumeCheckpoint(waiter.resume, cancelled: true)
   }
 
-  /// A paused body was given a slot (``SchedulerStateMachine/claimWithoutWorker()``, or claimed
+  /// A paused body was given a slot (``QueueStartRule/claimWithoutWorker()``, or claimed
   /// by a worker): it continues on the task it paused in.
   mutating func grantSlot(toPaused index: Int, _ effects: inout Effects) {
     operations[index].readyStamp = nil

@@ -15,7 +15,7 @@
 /// and a walk's place in its queue by a cursor that the queue's list keeps valid as operations
 /// leave it. A whole-queue call whose contract forbids a start in between (cancelling, pausing
 /// or resuming every operation) stops its queue's starts until it ends
-/// (``SchedulerStateMachine/beginWalk()``), and so does every queue the call changes while it
+/// (``QueueStartRule/beginWalk()``), and so does every queue the call changes while it
 /// has work left (``held``): their starts are decided once it ends, as if it had been one event
 /// (by priority, among everything it made ready). Other queues go on, and other callers' events
 /// run between the slices. A dependent left to end in a later slice keeps its count of

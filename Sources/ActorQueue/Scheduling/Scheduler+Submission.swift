@@ -74,7 +74,7 @@ extension Scheduler {
   ) -> Spawn? {
     let index = handle.recordIndex
     guard queues[queue].admitsIdleStart, operations[index].startsAlone,
-      queues[queue].machine.startOnIdle()
+      queues[queue].machine.takeSlotOnIdle()
     else { return nil }
     nextSubmission += 1
     nextStart += 1

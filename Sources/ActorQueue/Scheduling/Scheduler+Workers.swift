@@ -5,7 +5,7 @@ enum WorkerAction: Sendable {
   /// Start the work of an externally completed operation (it keeps its slot until the work
   /// reports its end), then claim the next (``Scheduler/claimNext(_:queue:now:)``).
   case start(operation: Int, id: OperationID, work: any ExternalWork)
-  /// Give the thread away once, then claim the next (``Scheduler/workerStarted(_:queue:now:)``).
+  /// Give the thread away once, then claim the next (``Scheduler/workerAsksForWork(_:queue:now:_:)``).
   case yieldThenContinue
   /// The queue went idle at this instant: poll for work, yielding in between, for at most
   /// `LingerPolicy.window`, then report ``Scheduler/lingerEnded(_:queue:since:now:)``.
@@ -18,7 +18,7 @@ enum WorkerAction: Sendable {
 extension Scheduler {
   /// A worker task began (or came back from a yield): it claims the next operation, lingers, or
   /// retires.
-  mutating func workerStarted(
+  mutating func workerAsksForWork(
     _ worker: Worker, queue: Int, now: () -> SchedulerInstant, _ effects: inout Effects
   ) -> WorkerAction {
     let action = claimOrIdle(worker, queue: queue, now: now, &effects)
@@ -131,7 +131,7 @@ extension Scheduler {
   private mutating func claimOrIdle(
     _ worker: Worker, queue: Int, now: () -> SchedulerInstant, _ effects: inout Effects
   ) -> WorkerAction {
-    let step = queues[queue].machine.workerStarted()
+    let step = queues[queue].machine.claimForStartingWorker()
     if step.run == nil, queues[queue].machine.executing == 0 {
       let instant = now()
       if queues[queue].linger.lingerPays, lingeringWorkers == 0, queues[queue].machine.lingerIfIdle() {
@@ -146,7 +146,7 @@ extension Scheduler {
   /// Carries out a step of the start rule: asks for the next worker if needed, and moves the
   /// claimed operation to `.executing`, or retires the worker.
   mutating func apply(
-    _ step: SchedulerStateMachine<Int>.WorkerStep, worker: Worker, queue: Int, _ effects: inout Effects
+    _ step: QueueStartRule<Int>.WorkerStep, worker: Worker, queue: Int, _ effects: inout Effects
   ) -> WorkerAction {
     var step = step
     // A paused body given a slot continues on its own task: this worker claims again.

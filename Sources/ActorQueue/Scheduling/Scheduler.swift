@@ -5,7 +5,7 @@
 //   (state, priority, submission order, its queue and place in it, its dependency edges with their
 //   requirement, the unfinished-dependency count, its ready stamp, its work until claimed, its
 //   outcome, handlers, waiters and subscribers) and a record per queue (the start rule in
-//   `SchedulerStateMachine`: ready set, limit, suspension, slots and worker accounting; the
+//   `QueueStartRule`: ready set, limit, suspension, slots and worker accounting; the
 //   unfinished operations in submission order; its unfinished barriers; its linger policy). It
 //   lives in one lock (`Engine.scheduler`), so no scheduling field is reachable without it.
 // - Each event is one `mutating` method that records into a `SchedulerEffects` value what to do
@@ -493,7 +493,7 @@ struct QueueRecord: Sendable {
   /// that holds one slow to copy and test (its optionals through value witnesses).
   var taskPriority: UInt8?
   /// The start rule: ready operations, slots, workers, limit, suspension.
-  var machine: SchedulerStateMachine<Int>
+  var machine: QueueStartRule<Int>
   /// Unfinished operations in submission order: a list threaded through their records (O(1)
   /// to add and to leave, in any order); -1: none.
   var first = -1
@@ -531,7 +531,7 @@ struct QueueRecord: Sendable {
   var firstStarted = -1
 
   /// Whether an operation added now may start in one step (`Scheduler.startOnIdle`), as far as
-  /// this record knows; the start rule decides the rest (`SchedulerStateMachine.startOnIdle()`).
+  /// this record knows; the start rule decides the rest (`QueueStartRule.takeSlotOnIdle()`).
   var admitsIdleStart: Bool {
     barriers.isEmpty && subscribers.isEmpty && !hasExcessRequests && pausedInReady == 0
   }
@@ -793,7 +793,7 @@ struct Scheduler: Sendable {
     nextQueueGeneration += 1
     let record = QueueRecord(
       generation: nextQueueGeneration, name: name, taskPriority: taskPriority?.rawValue,
-      machine: SchedulerStateMachine(limit: limit))
+      machine: QueueStartRule(limit: limit))
     if let index = freeQueues.popLast() {
       queues[index] = record
       return QueueReference(index: index, generation: nextQueueGeneration)
@@ -834,7 +834,7 @@ struct Scheduler: Sendable {
     for subscriber in queues[queue].subscribers { subscriber.finish(effects: &effects) }
     effects.garbage.releaseLater(queues[queue].subscribers)
     queues[queue] = QueueRecord(
-      generation: generation, isLive: false, machine: SchedulerStateMachine(limit: 1))
+      generation: generation, isLive: false, machine: QueueStartRule(limit: 1))
     freeQueues.append(queue)
   }
 
@@ -1058,7 +1058,7 @@ struct Scheduler: Sendable {
       if queues[queue].machine.executing == 0 {
         queues[queue].linger.workArrived(at: now())
         let worker = Worker(queue: queue)
-        let step = queues[queue].machine.workerStarted()
+        let step = queues[queue].machine.claimForStartingWorker()
         let first = apply(step, worker: worker, queue: queue, &effects)
         if case .retire = first { continue }
         effects.spawn(

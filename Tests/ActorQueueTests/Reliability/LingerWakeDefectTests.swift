@@ -9,7 +9,7 @@ import Testing
 /// starting worker). An op made ready afterwards (here by a dependency in another queue) sets no
 /// wake flag and gets no new worker: it waits until the lingering worker's window runs out
 /// (`LingerPolicy.window`, 100 µs), instead of starting at once. Latency, not a hang. Fixed:
-/// only the lingering worker clears the flag (`SchedulerStateMachine.lingerEnded()`).
+/// only the lingering worker clears the flag (`QueueStartRule.lingerEnded()`).
 @Suite("Reliability: defects found by the random tester")
 struct LingerWakeDefectTests {
   /// The shrunk script (value-level, deterministic): at step 22 (the drain's

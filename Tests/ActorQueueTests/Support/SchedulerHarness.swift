@@ -256,7 +256,7 @@ struct SchedulerHarness {
       } else {
         let worker = spawn.worker
         let action = event { scheduler, now, effects in
-          scheduler.workerStarted(worker, queue: spawn.queue, now: now, &effects)
+          scheduler.workerAsksForWork(worker, queue: spawn.queue, now: now, &effects)
         }
         workers.append(SimulatedWorker(worker: worker, queue: spawn.queue, action: action))
       }

@@ -4,7 +4,7 @@ import Testing
 
 /// The events as `Scheduler` composes them: each change of the ready set or of the settings
 /// is followed by one decision whether a worker is needed (at the end of the event).
-extension SchedulerStateMachine {
+extension QueueStartRule {
   fileprivate mutating func makeReady(
     _ element: Element, order: UInt64, priority: OperationPriority
   ) -> (stamp: ReadyQueue<Element>.Stamp, spawnWorker: Bool, wakeLingerer: Bool) {
@@ -29,25 +29,25 @@ extension SchedulerStateMachine {
 }
 
 /// The start rule as a value: these tests run no task.
-@Suite struct SchedulerStateMachineTests {
-  typealias Machine = SchedulerStateMachine<String>
+@Suite struct QueueStartRuleTests {
+  typealias Machine = QueueStartRule<String>
 
   /// One worker runs every operation it can claim, one after another, ending each at once;
   /// returns them in the order they ran.
   private func runToCompletion(_ machine: inout Machine) -> [String] {
     var ran: [String] = []
-    var step = machine.workerStarted()
+    var step = machine.claimForStartingWorker()
     while let operation = step.run {
       ran.append(operation)
       machine.operationEnded()
-      step = machine.workerStarted()
+      step = machine.claimForStartingWorker()
     }
     return ran
   }
 
   /// Starts a worker and lets it claim; returns what it claimed.
   private func startWorker(_ machine: inout Machine) -> String? {
-    machine.workerStarted().run
+    machine.claimForStartingWorker().run
   }
 
   /// A serial queue whose worker ran "a", found nothing more, and lingers.
@@ -56,7 +56,7 @@ extension SchedulerStateMachine {
     _ = machine.makeReady("a", order: 1, priority: .normal)
     let first = startWorker(&machine)
     machine.operationEnded()
-    let next = machine.workerStarted()
+    let next = machine.claimForStartingWorker()
     let lingers = machine.lingerIfIdle()
     #expect(first == "a" && next.run == nil && lingers)
     return machine
@@ -69,7 +69,7 @@ extension SchedulerStateMachine {
     // One worker is already starting: no second one until it claims.
     let v2 = machine.makeReady("b", order: 2, priority: .normal)
     #expect(!v2.spawnWorker)
-    let step = machine.workerStarted()
+    let step = machine.claimForStartingWorker()
     #expect(step.run == "a")
     #expect(step.spawnWorker, "a claim asks for the next worker while ready operations wait")
     let v3 = startWorker(&machine)
@@ -80,10 +80,10 @@ extension SchedulerStateMachine {
   @Test func neverMoreThanTheLimitExecute() {
     var machine = Machine(limit: 2)
     for order in 1...5 { _ = machine.makeReady("op\(order)", order: UInt64(order), priority: .normal) }
-    let first = machine.workerStarted()
+    let first = machine.claimForStartingWorker()
     #expect(first.run == "op1")
     #expect(first.spawnWorker)
-    let second = machine.workerStarted()
+    let second = machine.claimForStartingWorker()
     #expect(second.run == "op2")
     #expect(!second.spawnWorker, "both slots are taken: no third worker")
     #expect(machine.executing == 2)
@@ -135,7 +135,7 @@ extension SchedulerStateMachine {
     let v7 = startWorker(&machine)
     #expect(v7 == "b")
     machine.operationEnded()
-    let v8 = machine.workerStarted()
+    let v8 = machine.claimForStartingWorker()
     #expect(v8.run == nil)
   }
 
@@ -180,13 +180,13 @@ extension SchedulerStateMachine {
     let v18 = machine.changeLimit(1)
     #expect(!v18)
     machine.operationEnded()  // op1 ends: 2 still execute, the new limit is 1
-    let v19 = machine.workerStarted()
+    let v19 = machine.claimForStartingWorker()
     #expect(v19.run == nil)
     machine.operationEnded()  // op2 ends
-    let v20 = machine.workerStarted()
+    let v20 = machine.claimForStartingWorker()
     #expect(v20.run == nil)
     machine.operationEnded()  // op3 ends: none execute
-    let v21 = machine.workerStarted()
+    let v21 = machine.claimForStartingWorker()
     #expect(v21.run == "op4")
   }
 
@@ -222,12 +222,12 @@ extension SchedulerStateMachine {
     let l2 = startWorker(&machine)
     #expect(l1 == "a" && l2 == "b")
     machine.operationEnded()  // "a" ends; "b" still executes
-    let l3 = machine.workerStarted()
+    let l3 = machine.claimForStartingWorker()
     let l4 = machine.lingerIfIdle()
     #expect(l3.run == nil)
     #expect(!l4, "an operation still executes: its worker will claim")
     machine.operationEnded()  // "b" ends: the queue is idle
-    let l5 = machine.workerStarted()
+    let l5 = machine.claimForStartingWorker()
     let l6 = machine.lingerIfIdle()
     #expect(l5.run == nil && l6)
     #expect(machine.isLingering && machine.startingWorkers == 1)
@@ -254,7 +254,7 @@ extension SchedulerStateMachine {
     #expect(!step.spawnWorker, "the limit is 1")
     #expect(!machine.isLingering && machine.startingWorkers == 0)
     machine.operationEnded()
-    let l9 = machine.workerStarted()
+    let l9 = machine.claimForStartingWorker()
     #expect(l9.run == "c")
   }
 
@@ -263,7 +263,7 @@ extension SchedulerStateMachine {
     // back to claim while another worker lingers: the lingerer must still be woken for the next.
     var machine = machineWithALingeringWorker()
     machine.slotlessOperationEnded()  // the paused body, cancelled, ended: its worker claims
-    let other = machine.workerStarted()
+    let other = machine.claimForStartingWorker()
     #expect(other.run == nil)
     #expect(machine.isLingering && machine.startingWorkers == 1)
     let b = machine.makeReady("b", order: 2, priority: .normal)

@@ -18,7 +18,7 @@
 ///
 /// The rule: an operation starts when it is ready, the queue is not suspended and
 /// `executing < limit`. Among ready operations: higher priority first, then submission order.
-struct SchedulerStateMachine<Element> {
+struct QueueStartRule<Element> {
   /// What a worker does next.
   struct WorkerStep {
     /// The operation the worker must run now (it holds a slot already), or `nil`: retire.
@@ -123,16 +123,16 @@ struct SchedulerStateMachine<Element> {
   /// An operation arrives on an idle queue (nothing executing, nothing ready, no worker starting
   /// or lingering, not suspended): it takes a slot at once, for a new worker that starts with it.
   /// The same outcome as ``insertReady(_:order:priority:)``, ``needsWorker()`` and the new
-  /// worker's ``workerStarted()`` in a row, in one step; returns `false`, changing nothing, when
+  /// worker's ``claimForStartingWorker()`` in a row, in one step; returns `false`, changing nothing, when
   /// the queue is not idle.
-  mutating func startOnIdle() -> Bool {
+  mutating func takeSlotOnIdle() -> Bool {
     guard startingWorkers == 0, executing == 0, ready.isEmpty, !startsStopped else { return false }
     executing = 1
     return true
   }
 
   /// A worker task began to run: it claims the next operation, or retires.
-  mutating func workerStarted() -> WorkerStep {
+  mutating func claimForStartingWorker() -> WorkerStep {
     precondition(startingWorkers > 0, "Internal inconsistency: a worker started that was not asked for")
     startingWorkers -= 1
     return claim()
@@ -145,13 +145,13 @@ struct SchedulerStateMachine<Element> {
   mutating func lingerEnded() -> WorkerStep {
     precondition(isLingering, "Internal inconsistency: a worker stopped lingering that did not linger")
     isLingering = false
-    return workerStarted()
+    return claimForStartingWorker()
   }
 
-  /// A worker that found nothing to claim (``workerStarted()`` returned no operation) asks to
+  /// A worker that found nothing to claim (``claimForStartingWorker()`` returned no operation) asks to
   /// linger. It may when the queue is idle (nothing executing, nothing ready, not suspended)
   /// and no other worker is starting; it then counts as the starting worker until it calls
-  /// ``workerStarted()`` again, so that operations made ready meanwhile are left for it.
+  /// ``claimForStartingWorker()`` again, so that operations made ready meanwhile are left for it.
   mutating func lingerIfIdle() -> Bool {
     guard startingWorkers == 0, executing == 0, ready.isEmpty, !startsStopped else { return false }
     startingWorkers = 1
@@ -160,7 +160,7 @@ struct SchedulerStateMachine<Element> {
   }
 
   /// The operation a worker ran has ended: its slot is free, and the worker counts as starting
-  /// until it claims again (``workerStarted()``) or retires (``workerRetired()``). Counting it so
+  /// until it claims again (``claimForStartingWorker()``) or retires (``workerRetired()``). Counting it so
   /// means an operation that becomes ready meanwhile (a dependent of the one that ended) is
   /// left for this worker instead of starting a new task.
   mutating func operationEnded() {
@@ -218,5 +218,5 @@ struct SchedulerStateMachine<Element> {
   }
 }
 
-extension SchedulerStateMachine: Sendable where Element: Sendable {}
-extension SchedulerStateMachine.WorkerStep: Sendable where Element: Sendable {}
+extension QueueStartRule: Sendable where Element: Sendable {}
+extension QueueStartRule.WorkerStep: Sendable where Element: Sendable {}

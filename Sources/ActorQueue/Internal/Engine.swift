@@ -96,7 +96,7 @@ enum Engine {
 
   /// Changes the scheduler under the lock with a call that records no effect and decides no
   /// start (a new queue, a waiter or subscriber registered, a priority changed): an event that
-  /// does either goes through `withLock` and performs its effects after unlocking.
+  /// does either goes through ``run(_:)``, which performs its effects after unlocking.
   @inline(__always)
   static func mutate<Result>(_ body: (inout Scheduler) -> Result) -> Result {
     scheduler.withLock { body(&$0) }

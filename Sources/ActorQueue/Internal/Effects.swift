@@ -224,13 +224,9 @@ struct SchedulerEffects: Sendable {
 
   /// Leave `work` to the caller's next slices, once these effects are performed.
   mutating func addBulk(_ work: consuming BulkWork) {
-    if let recorded = recorded.bulk?.work {
-      var merged = recorded
-      merged.merge(work)
-      self.recorded.bulk = .work(merged)
-    } else {
-      recorded.bulk = .work(work)
-    }
+    var merged = recorded.bulk?.work ?? BulkWork()
+    merged.merge(work)
+    recorded.bulk = .work(merged)
   }
 
   /// The work left to the caller's next slices (for tests).

@@ -23,9 +23,9 @@ enum CountedWorkload: String, CaseIterable, Sendable {
     case .idleStart, .idleBaseline:
       let queue = ActorQueue(name: "idle", maxConcurrentOperationCount: 4)
       let ran = DispatchSemaphore(value: 0)
-      var flushed = CacheFlusher()
+      var flusher = CacheFlusher()
       for _ in 0..<n {
-        flushed.flush()
+        flusher.flush()
         if self == .idleStart {
           queue.addOperation { ran.signal() }
         } else {

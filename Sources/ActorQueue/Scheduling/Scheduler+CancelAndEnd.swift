@@ -8,7 +8,7 @@ extension Scheduler {
 
   /// `cancel()`: a waiting operation ends at once; an executing one has its task cancelled.
   mutating func cancel(_ index: Int, now: () -> SchedulerInstant, _ effects: inout Effects) {
-    cancel(index, &effects)
+    cancelOne(index, &effects)
     settle(now: now, &effects)
   }
 
@@ -21,7 +21,8 @@ extension Scheduler {
     settle(now: now, &effects)
   }
 
-  mutating func cancel(_ index: Int, _ effects: inout Effects) {
+  /// ``cancel(_:now:_:)`` without deciding starts: the caller's event settles.
+  mutating func cancelOne(_ index: Int, _ effects: inout Effects) {
     guard !operations[index].state.isTerminal, !operations[index].isDetached else { return }
     if operations[index].hasExtras, operations[index].leader >= 0 { return cancelFollower(index, &effects) }
     operations[index].cancelRequested = true

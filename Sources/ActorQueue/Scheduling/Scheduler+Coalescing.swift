@@ -123,7 +123,7 @@ extension Scheduler {
     if operations[leader].extras!.followers.contains(where: isUnfinished) {
       raiseLeaderPriority(leader)
     } else {
-      cancel(leader, &effects)
+      cancelOne(leader, &effects)
     }
   }
 
@@ -163,4 +163,40 @@ extension Scheduler {
     }
     for handle in kept.values { effects.garbage.releaseLater(handle: handle) }
   }
+}
+
+/// A coalescing key, type-erased: made only from `Hashable & Sendable` values, so it is
+/// `Sendable` as checked (an `AnyHashable` is not, as it may hold any value). Its `==` and
+/// `hash(into:)` are the key's own, and run only outside the scheduler's lock.
+struct CoalescingKey: Hashable, Sendable {
+  let base: any Hashable & Sendable
+
+  init(_ key: some Hashable & Sendable) {
+    base = key
+  }
+
+  static func == (lhs: CoalescingKey, rhs: CoalescingKey) -> Bool {
+    AnyHashable(lhs.base) == AnyHashable(rhs.base)
+  }
+
+  func hash(into hasher: inout Hasher) {
+    AnyHashable(base).hash(into: &hasher)
+  }
+}
+
+/// The coalesced work of one queue whose keys have one hash value.
+///
+/// Keys are compared outside the lock (their `==` is user code): a caller copies the bucket,
+/// finds its key in the copy, and submits what it found with the bucket's version; a bucket
+/// changed meanwhile makes it look again.
+struct CoalescingBucket: Sendable {
+  struct Entry: Sendable {
+    let key: CoalescingKey
+    let leader: Int
+    let leaderID: OperationID
+  }
+
+  /// Changes whenever an entry is added or removed.
+  var version: UInt64 = 0
+  var entries: [Entry] = []
 }

@@ -48,17 +48,19 @@ extension Scheduler {
 
   /// `pause()`, then the starts it allows decided.
   mutating func pause(_ index: Int, now: () -> SchedulerInstant, _ effects: inout Effects) {
-    pause(index, &effects)
+    pauseOne(index, &effects)
     settle(now: now, &effects)
   }
 
   /// `pause()`: holds a waiting operation, asks an executing one to pause at its next
   /// checkpoint, and keeps a paused one paused until `resume()`. No effect on an operation that
   /// has ended, and none on external work that runs (it has no checkpoint).
-  mutating func pause(_ index: Int, _ effects: inout Effects) {
+  ///
+  /// A helper: the caller's event decides the starts it allows.
+  mutating func pauseOne(_ index: Int, _ effects: inout Effects) {
     guard !operations[index].state.isTerminal, !operations[index].isDetached else { return }
     if operations[index].hasExtras, operations[index].leader >= 0 {
-      return pause(operations[index].leader, &effects)
+      return pauseOne(operations[index].leader, &effects)
     }
     if operations[index].runsExternally { return }
     operations[index].pauseHeld = true
@@ -85,14 +87,15 @@ extension Scheduler {
   /// its dependencies have ended); a paused one competes for a slot (state `.ready`); an
   /// executing one that had not reached a checkpoint yet goes on as if never asked.
   mutating func resume(_ index: Int, now: () -> SchedulerInstant, _ effects: inout Effects) {
-    resume(index, &effects)
+    resumeOne(index, &effects)
     settle(now: now, &effects)
   }
 
-  mutating func resume(_ index: Int, _ effects: inout Effects) {
+  /// ``resume(_:now:_:)`` without deciding starts: the caller's event settles.
+  mutating func resumeOne(_ index: Int, _ effects: inout Effects) {
     guard !operations[index].state.isTerminal else { return }
     if operations[index].hasExtras, operations[index].leader >= 0 {
-      return resume(operations[index].leader, &effects)
+      return resumeOne(operations[index].leader, &effects)
     }
     let wasHeld = operations[index].pauseHeld
     operations[index].pauseHeld = false
@@ -135,7 +138,7 @@ extension Scheduler {
       if queues[queue].isReleased, queues[queue].machine.isSuspended {
         // Nobody can resume its queue: paused now, it could never get a slot again. It is
         // cancelled instead, as releasing the queue cancelled what waited in it.
-        cancel(index, &effects)
+        cancelOne(index, &effects)
         settle(now: now, &effects)
         return .cancelled
       }
@@ -165,21 +168,6 @@ extension Scheduler {
     else { return }
     let waiter = operations[index].pauseWaiters.remove(at: position)
     effects.resumeCheckpoint(waiter.resume, cancelled: true)
-  }
-
-  /// A paused body was given a slot (``QueueStartRule/claimWithoutWorker()``, or claimed
-  /// by a worker): it continues on the task it paused in.
-  mutating func grantSlot(toPaused index: Int, _ effects: inout Effects) {
-    operations[index].readyStamp = nil
-    queues[operations[index].queue].pausedInReady -= 1
-    nextStart += 1
-    operations[index].startOrder = nextStart
-    operations[index].worker?.setPauseRequested(false, in: pauses)
-    transition(index, to: .executing, &effects)
-    for waiter in operations[index].pauseWaiters {
-      effects.resumeCheckpoint(waiter.resume, cancelled: false)
-    }
-    operations[index].pauseWaiters = []
   }
 
   /// The paused body of `index` was cancelled: its tasks at a checkpoint throw
@@ -261,7 +249,7 @@ extension Scheduler {
     operations[index].isHandleGone = true
     let target =
       operations[index].hasExtras && operations[index].leader >= 0 ? operations[index].leader : index
-    if operations[target].pauseHeld { cancel(index, &effects) }
+    if operations[target].pauseHeld { cancelOne(index, &effects) }
     settle(now: now, &effects)
     return effects
   }

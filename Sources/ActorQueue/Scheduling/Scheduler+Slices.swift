@@ -324,17 +324,17 @@ extension Scheduler {
       sliceWork += 1
       switch walk.kind {
       case .cancel:
-        cancel(index, &effects)
+        cancelOne(index, &effects)
       case .pause:
-        pause(index, &effects)
+        pauseOne(index, &effects)
       case .resume:
-        resume(index, &effects)
+        resumeOne(index, &effects)
       case .release:
         if operations[index].pauseHeld { letGo(index, &effects) }
         if queues[queue].machine.isSuspended,
           operations[index].state == .pending || operations[index].state == .ready || isPausedInBody(index)
         {
-          cancel(index, &effects)
+          cancelOne(index, &effects)
         }
       }
       // The step may have freed the queue's record (its last operation ended).

@@ -51,44 +51,6 @@ extension Scheduler {
     return nil
   }
 
-  /// The start of an idle queue, in one step: what a queue fed from time to time does on every
-  /// `addOperation`, with cold caches. The outcome is the general path's (``enqueue(_:into:_:)``
-  /// makes the operation ready, ``settle(now:_:)`` asks for a worker and claims the operation
-  /// for it): the operation is enqueued and executing, and a new worker starts with it. Taken
-  /// only when nothing else could happen in that event: the queue has nothing executing, nothing
-  /// ready, no worker starting or lingering, no barrier, no subscriber, no pause to withdraw, and
-  /// the operation is new (no dependency, no subscriber, no external work). Returns the worker
-  /// to start; `nil`, changing nothing, when the general path is needed.
-  ///
-  /// Why a second path: the general one goes through about fifteen functions (the ready set, the
-  /// start rule, the transitions and their notifications), each a few cache lines of code and
-  /// data that a start after a quiet spell must fetch from memory. Measured with callgrind's
-  /// cache simulator, caches flushed before each call: an idle queue's `addOperation` missed the
-  /// last-level cache 483 times per call before, 414–429 after (the scheduler's own code: 155 →
-  /// about 106). Timed after 10 ms of quiet, one start per system in turn (this queue,
-  /// `OperationQueue`, `Task.detached`), medians of 300 starts each: about 3 µs less per start.
-  /// Both paths are checked against the reference model by the random scripts, and the
-  /// scheduler tests' harness submits through this one, as `addOperation` does.
-  private mutating func startOnIdle(
-    _ handle: Handle, on queue: Int, now: () -> SchedulerInstant
-  ) -> Spawn? {
-    let index = handle.recordIndex
-    guard queues[queue].admitsIdleStart, operations[index].startsAlone,
-      queues[queue].machine.takeSlotOnIdle()
-    else { return nil }
-    nextSubmission += 1
-    nextStart += 1
-    let previous = queues[queue].append(index)
-    if previous >= 0 { operations[previous].nextInQueue = index }
-    queues[queue].linger.workArrived(at: now())
-    let worker = Worker(queue: queue)
-    let first = operations[index].startAlone(
-      as: index, in: queue, order: nextSubmission, startOrder: nextStart, previous: previous, handle: handle,
-      worker: worker)
-    linkStarted(index, in: queue)
-    return Spawn(taskPriority: queues[queue].taskPriority, worker: worker, first: first)
-  }
-
   /// Adds a new operation whose typed inputs are `inputs`, in one step: it can neither close a
   /// cycle (nothing waits for it yet) nor have started. If an input has failed or been
   /// cancelled already, it ends at once, in the queue's order of events, without running.
@@ -161,23 +123,4 @@ extension Scheduler {
     }
   }
 
-  /// A pending, enqueued operation whose dependencies have all ended enters its queue's ready
-  /// set. Whether it starts is decided at the end of the event (``settle(now:_:)``).
-  mutating func makeReady(_ index: Int, _ effects: inout Effects) {
-    guard !operations[index].pauseHeld else { return }  // held by pause(): stays pending
-    let queue = operations[index].queue
-    transition(index, to: .ready, &effects)
-    operations[index].readyStamp = queues[queue].machine.insertReady(
-      index, order: operations[index].order, priority: operations[index].priority)
-    touch(queue)
-  }
-
-  /// Takes `index` out of its queue's ready set, if it is there.
-  mutating func withdrawFromReady(_ index: Int) {
-    guard let stamp = operations[index].readyStamp else { return }
-    let queue = operations[index].queue
-    queues[queue].machine.withdraw(stamp: stamp, priority: operations[index].priority)
-    operations[index].readyStamp = nil
-    if operations[index].worker != nil { queues[queue].pausedInReady -= 1 }
-  }
 }

@@ -1,0 +1,71 @@
+/// One queue's scheduling record.
+struct QueueRecord: Sendable {
+  /// Distinguishes this queue from earlier ones that used the same index.
+  var generation: UInt64
+  var isLive = true
+  var name: String?
+  /// The priority of its worker tasks (`TaskPriority.rawValue`): a `TaskPriority` is a
+  /// resilient type whose layout is known only at run time, which would make every record
+  /// that holds one slow to copy and test (its optionals through value witnesses).
+  var taskPriority: UInt8?
+  /// The start rule: ready operations, slots, workers, limit, suspension.
+  var machine: QueueStartRule<Int>
+  /// Unfinished operations in submission order: a list threaded through their records (O(1)
+  /// to add and to leave, in any order); -1: none.
+  var first = -1
+  var last = -1
+  var unfinishedCount = 0
+  /// Tasks in `waitUntilAllOperationsAreFinished()`.
+  var allFinishedWaiters: [CheckedContinuation<Void, Never>] = []
+  /// Unfinished barriers, oldest first: operations added now wait for each of them.
+  var barriers: [Int] = []
+  /// Subscribers of `ActorQueue.events`.
+  var subscribers: [EventChannel<QueueEvent>] = []
+  /// Whether a worker that finds this queue idle lingers (see ``LingerPolicy``).
+  var linger = LingerPolicy()
+  /// The `ActorQueue` is gone: the record is freed once nothing runs or waits in it.
+  var isReleased = false
+  /// Changed by the current event: its starts are decided at the end of the event.
+  var isTouched = false
+  /// Some executing operation was asked to pause because the limit was lowered with the excess
+  /// paused, and has not reached a checkpoint yet: each slot freed meanwhile withdraws a request
+  /// that is no longer needed.
+  var hasExcessRequests = false
+  /// Paused bodies in the ready set (resumed, or paused for the excess): only then does
+  /// deciding starts look for one at the head to give a slot to without a worker.
+  var pausedInReady = 0
+  /// Coalesced work waiting or executing, by the hash of its key (see ``CoalescingBucket``).
+  var coalesced: [Int: CoalescingBucket] = [:]
+  /// Some operation with external work was added (sticky): only then does deciding starts
+  /// look for external work at the head of the ready set.
+  var hasExternalWork = false
+  /// Where each whole-queue call in progress is in this queue's list (see `BulkWork`).
+  var walkCursors: [WalkCursor] = []
+  /// The operations whose body runs on a worker, executing or paused at a checkpoint, most
+  /// recently started first (a list threaded through their records; -1: none): what limit
+  /// changes look at, so they cost what executes, not the whole backlog.
+  var firstStarted = -1
+
+  /// Whether an operation added now may start in one step (`Scheduler.startOnIdle`), as far as
+  /// this record knows; the start rule decides the rest (`QueueStartRule.takeSlotOnIdle()`).
+  var admitsIdleStart: Bool {
+    barriers.isEmpty && subscribers.isEmpty && !hasExcessRequests && pausedInReady == 0
+  }
+
+  /// Appends `index`, just enqueued, to the queue's unfinished operations in submission order;
+  /// returns the operation it follows (-1: none), whose `nextInQueue` the caller links.
+  mutating func append(_ index: Int) -> Int {
+    let previous = last
+    if previous < 0 { first = index }
+    last = index
+    unfinishedCount += 1
+    return previous
+  }
+}
+
+/// Identifies a queue's record: its index, and the generation that tells it from a later queue
+/// that reuses the index.
+struct QueueReference: Hashable, Sendable {
+  let index: Int
+  let generation: UInt64
+}

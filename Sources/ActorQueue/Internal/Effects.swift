@@ -36,6 +36,9 @@ struct Garbage: Sendable {
 
   var hasHandles: Bool { handle != nil }
 
+  /// Nothing to release.
+  var isEmpty: Bool { handle == nil && outcome == nil && more == nil }
+
   mutating func releaseLater(handle: Handle) {
     if self.handle == nil {
       self.handle = handle
@@ -148,6 +151,9 @@ struct SchedulerEffects: Sendable {
   /// An operation was made ready on a queue whose worker lingers: wake it.
   var wakeLingerer = false
   var garbage = Garbage()
+
+  /// Nothing recorded: performing these effects would do nothing.
+  var isEmpty: Bool { lists == nil && firstSpawn == nil && !wakeLingerer && garbage.isEmpty }
 
   /// Worker tasks to start, in the order recorded.
   var spawns: [Spawn]? {

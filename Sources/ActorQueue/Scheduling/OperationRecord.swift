@@ -46,7 +46,8 @@ struct OperationRecord: Sendable {
   /// `false` while the index is free.
   var isLive = true
   var name: String?
-  var state: OperationState = .pending
+  /// Where the operation is (see ``Phase``): written only by `Scheduler.transition(_:to:_:)`.
+  fileprivate(set) var phase = Phase.pending
   var priority: OperationPriority
   var cancelRequested = false
   var wasEnqueued = false
@@ -64,20 +65,12 @@ struct OperationRecord: Sendable {
   /// The neighbours in its queue's list of started bodies (``worker`` set); -1: none.
   var previousStarted = -1
   var nextStarted = -1
-  /// Set while in the queue's ready set.
-  var readyStamp: ReadyQueue<Int>.Stamp?
   /// The body, until a worker claims it or the operation ends without running.
   var body: OperationBody?
   /// External work instead of a body, until the operation ends.
   var external: (any ExternalWork)?
-  /// Set while the body runs on a worker task.
-  var worker: Worker?
   /// The worker's task was asked to cancel: the worker must not run another operation.
   var taskCancelled = false
-  /// External work is running (in a slot, or detached when cancelled while waiting).
-  var runsExternally = false
-  /// External work started outside the slot accounting (cancelled while waiting).
-  var isDetached = false
   var dependencies: [DependencyEdge] = []
   /// The position of each dependency's edge in `dependencies`, once there are many of them (a
   /// fan-in), so that adding the next edge does not scan them all; rebuilt after a removal.
@@ -104,11 +97,9 @@ struct OperationRecord: Sendable {
   /// The order in which operations started (one counter for every queue): excess pausing
   /// pauses the most recently started first among equal priorities.
   var startOrder: UInt64 = 0
-  /// What only operations that pause or coalesce need: kept out of line of the hot fields, so
-  /// an operation that does neither carries a single `nil` (nothing to copy or release).
-  var extras: OperationExtras?
-  /// `extras != nil`, as a plain flag: the hot paths test it without touching `extras`.
-  var hasExtras = false
+  /// What only coalesced work and its callers' handles need, out of line: an operation that
+  /// does not coalesce carries one null reference (see ``extras``).
+  private(set) var extrasBox: ExtrasBox?
   /// An ended dependent keeps a weak reference to this operation's handle: its record is freed
   /// only by the handle's `deinit` (see `Scheduler.endOne`).
   var isWeaklyReferenced = false
@@ -141,10 +132,9 @@ struct OperationRecord: Sendable {
   /// free record is at ``vacant``'s value: the tests check that on every free record
   /// (`FreeRecordCheck`), so a field added without resetting it where records are freed fails.
   static let fieldsSetByReuse: Set<String> = [
-    "id", "isLive", "name", "priority", "state", "cancelRequested", "wasEnqueued", "isBarrier",
-    "taskCancelled", "runsExternally", "isDetached", "pauseHeld", "excessPaused", "isWeaklyReferenced",
-    "isLetGo", "isHandleGone", "queue", "unfinishedDependencies", "extras", "hasExtras", "body", "external",
-    "order", "startOrder",
+    "id", "isLive", "name", "priority", "phase", "cancelRequested", "wasEnqueued", "isBarrier",
+    "taskCancelled", "pauseHeld", "excessPaused", "isWeaklyReferenced", "isLetGo", "isHandleGone", "queue",
+    "unfinishedDependencies", "extrasBox", "body", "external", "order", "startOrder",
   ]
 
   /// Makes a free record (every field left as ``Scheduler/releaseOperation(_:owner:now:)``
@@ -155,13 +145,11 @@ struct OperationRecord: Sendable {
     isLive = true
     self.name = name
     self.priority = priority
-    state = .pending
+    phase = .pending
     cancelRequested = false
     wasEnqueued = false
     isBarrier = false
     taskCancelled = false
-    runsExternally = false
-    isDetached = false
     pauseHeld = false
     excessPaused = false
     isWeaklyReferenced = false
@@ -169,10 +157,7 @@ struct OperationRecord: Sendable {
     isHandleGone = false
     queue = -1
     unfinishedDependencies = 0
-    if hasExtras {
-      extras = nil
-      hasExtras = false
-    }
+    if extrasBox != nil { extrasBox = nil }
     switch work {
     case .body(let body): self.body = body
     case .external(let external): self.external = external
@@ -186,16 +171,22 @@ struct OperationRecord: Sendable {
     return nil
   }
 
-  /// The body's tasks suspended at a checkpoint while the operation is paused; resumed when it
-  /// has a slot again (or throwing, when it is cancelled).
-  var pauseWaiters: [PauseWaiter] {
-    get { extras?.pauseWaiters ?? [] }
+  /// What only coalesced work and its callers' handles need, kept out of line. Changed in
+  /// place: the box is written only while this record holds the sole reference to it (copied
+  /// first otherwise), so records keep value semantics (a test copies the whole scheduler).
+  var extras: OperationExtras? {
+    get { extrasBox?.value }
     _modify {
-      if extras == nil {
-        extras = OperationExtras()
-        hasExtras = true
+      let unique = isKnownUniquelyReferenced(&extrasBox)
+      var value = unique ? extrasBox!.take() : extrasBox?.value
+      defer {
+        if let value {
+          if unique { extrasBox!.value = value } else { extrasBox = ExtrasBox(value) }
+        } else if extrasBox != nil {
+          extrasBox = nil
+        }
       }
-      yield &extras!.pauseWaiters
+      yield &value
     }
   }
 
@@ -206,12 +197,241 @@ struct OperationRecord: Sendable {
   /// Shared work: whether callers' handles follow it.
   var hasFollowers: Bool { !(extras?.followers.isEmpty ?? true) }
 
+  /// The state its handle, its subscribers and its queue's see (for tests; the scheduler reads
+  /// `phase.state`: a computed property of a record read through the array may copy the record).
+  var state: OperationState { phase.state }
+
+  /// The worker whose task runs its body, or waits in it (for tests).
+  var worker: Worker? { phase.worker }
+
+  /// Changes the tasks of a paused body that wait at a checkpoint, in place (the phase is
+  /// `.modifying` meanwhile, so the list is not copied); not a transition: the state stays.
+  mutating func modifyPauseWaiters<Result>(_ change: (inout [PauseWaiter]) -> Result) -> Result {
+    switch phase {
+    case .paused(var body):
+      phase = .modifying
+      defer { phase = .paused(body) }
+      return change(&body.waiters)
+    case .resumed(var body):
+      phase = .modifying
+      defer { phase = .resumed(body) }
+      return change(&body.waiters)
+    case .pending, .ready, .executing, .detached, .following, .ended, .modifying:
+      preconditionFailure("Internal inconsistency: \(id) has no paused body")
+    }
+  }
 }
 
-/// The fields of an operation's record that only operations that pause or coalesce use.
+/// Several fields of one record changed in one access: each access to a record through the
+/// array checks that its storage is not shared, so the hot paths group their writes.
+extension OperationRecord {
+  /// Joins `queue` in submission order `order`, after `previous` in its list (-1: first).
+  mutating func join(queue: Int, order: UInt64, handle: AnyQueueOperation, previous: Int) {
+    self.order = order
+    self.queue = queue
+    enqueuedHandle = handle
+    previousInQueue = previous
+  }
+
+  /// Leaves its queue's list; returns its handle and its neighbours there, which the caller
+  /// links to each other.
+  mutating func leaveQueue() -> (handle: AnyQueueOperation?, previous: Int, next: Int) {
+    defer {
+      previousInQueue = -1
+      nextInQueue = -1
+      queue = -1
+    }
+    return (enqueuedHandle.take(), previousInQueue, nextInQueue)
+  }
+
+  /// Claims its body for a worker, as the start `startOrder`, and puts it first in its queue's
+  /// list of started bodies, before `next`.
+  mutating func claimBody(startOrder: UInt64, nextStarted next: Int) -> OperationBody? {
+    self.startOrder = startOrder
+    nextStarted = next
+    previousStarted = -1
+    return body.take()
+  }
+
+  /// Leaves its queue's list of started bodies; returns its neighbours there, and whether its
+  /// worker's task was asked to cancel (reset: the worker reports it once).
+  mutating func leaveStarted() -> (previous: Int, next: Int, taskCancelled: Bool) {
+    defer {
+      previousStarted = -1
+      nextStarted = -1
+      taskCancelled = false
+    }
+    return (previousStarted, nextStarted, taskCancelled)
+  }
+
+  /// Ends what only an unfinished operation keeps: its pause requests, and the body it never
+  /// ran or its external work, which it returns for the caller to release.
+  mutating func dropUnfinished() -> (body: OperationBody?, external: (any ExternalWork)?) {
+    pauseHeld = false
+    excessPaused = false
+    return (body.take(), external.take())
+  }
+
+  /// Frees an ended record's index; returns the outcome and the thrown error for the caller to
+  /// release.
+  mutating func free() -> (outcome: OutcomeBox?, error: (any Error)?) {
+    isLive = false
+    if !dependencies.isEmpty { dependencies = [] }
+    if edgePositions != nil { edgePositions = nil }
+    return (outcome.take(), thrownError.take())
+  }
+}
+
+/// A place in a queue's ready set.
+typealias ReadyStamp = ReadyQueue<Int>.Stamp
+
+/// Where an operation is: the one field of its record that says it, with what only that place
+/// has. Its observable ``OperationState`` is derived (``state``).
+enum Phase: Sendable {
+  /// In no ready set and not started: not in a queue yet, waiting for a dependency, or held by
+  /// `pause()`.
+  case pending
+  /// In its queue's ready set: it starts when a slot is free.
+  case ready(stamp: ReadyStamp)
+  /// Holds a slot of its queue: its body runs on a worker's task, or its external work runs.
+  case executing(ExecutionSite)
+  /// Its external work runs holding no slot: cancelled while it waited, it was started anyway
+  /// (Foundation's rule for legacy operations). It still reads as the state it waited in.
+  case detached(shown: OperationState)
+  /// Its body started and holds no slot: its tasks wait at a checkpoint, or (cancelled) it runs
+  /// to its end.
+  case paused(PausedBody)
+  /// Its paused body was resumed: it competes for a slot in the ready set (state `.ready`), and
+  /// continues on its own task once given one.
+  case resumed(PausedBody)
+  /// A caller's handle to coalesced work: it reads as the work's state.
+  case following(shown: OperationState)
+  /// Ended, in a terminal state.
+  case ended(OperationState)
+  /// Only while ``OperationRecord/modifyPauseWaiters(_:)`` changes a payload in place.
+  case modifying
+
+  /// Where a slot-holding operation runs.
+  enum ExecutionSite: Sendable {
+    /// Its body, on this worker's task.
+    case worker(Worker)
+    /// Its external work, elsewhere.
+    case external
+  }
+
+  /// The state this phase reads as.
+  var state: OperationState {
+    switch self {
+    case .pending: .pending
+    case .ready, .resumed: .ready
+    case .executing: .executing
+    case .paused: .paused
+    case .detached(let shown), .following(let shown), .ended(let shown): shown
+    case .modifying: preconditionFailure("Internal inconsistency: a phase read while it changes")
+    }
+  }
+
+  /// The worker whose task runs its body, or waits in it at a checkpoint.
+  var worker: Worker? {
+    switch self {
+    case .executing(.worker(let worker)): worker
+    case .paused(let body), .resumed(let body): body.worker
+    case .pending, .ready, .executing(.external), .detached, .following, .ended, .modifying: nil
+    }
+  }
+
+  /// Its body started and waits at a checkpoint, holding no slot (paused, or resumed and
+  /// waiting for a slot).
+  var isPausedInBody: Bool {
+    switch self {
+    case .paused, .resumed: true
+    case .pending, .ready, .executing, .detached, .following, .ended, .modifying: false
+    }
+  }
+
+  /// Its external work runs: in a slot, or detached.
+  var runsExternally: Bool {
+    switch self {
+    case .executing(.external), .detached: true
+    case .pending, .ready, .executing(.worker), .paused, .resumed, .following, .ended, .modifying: false
+    }
+  }
+
+  /// Its external work runs holding no slot, since it was cancelled while waiting.
+  var isDetached: Bool {
+    if case .detached = self { return true }
+    return false
+  }
+
+  /// It has ended.
+  var hasEnded: Bool {
+    if case .ended = self { return true }
+    return false
+  }
+
+  /// It waits to start: pending or ready, not a resumed body, not detached; for a caller's
+  /// handle to coalesced work, the work waits to start.
+  var hasNotStarted: Bool {
+    switch self {
+    case .pending, .ready: true
+    case .following(let shown): shown == .pending || shown == .ready
+    case .executing, .detached, .paused, .resumed, .ended, .modifying: false
+    }
+  }
+
+  /// What a transition needs to know of a phase, read in one switch.
+  struct Facts {
+    var state: OperationState
+    var stamp: ReadyStamp?
+    var isPausedInReady = false
+  }
+
+  var facts: Facts {
+    @inline(__always) get {
+      switch self {
+      case .pending: Facts(state: .pending)
+      case .ready(let stamp): Facts(state: .ready, stamp: stamp)
+      case .executing: Facts(state: .executing)
+      case .paused(let body): Facts(state: .paused, stamp: body.stamp, isPausedInReady: body.stamp != nil)
+      case .resumed(let body): Facts(state: .ready, stamp: body.stamp, isPausedInReady: body.stamp != nil)
+      case .detached(let shown), .following(let shown), .ended(let shown): Facts(state: shown)
+      case .modifying: preconditionFailure("Internal inconsistency: a phase read while it changes")
+      }
+    }
+  }
+
+  /// Its place in the ready set, if it is there.
+  var stamp: ReadyStamp? {
+    switch self {
+    case .ready(let stamp): stamp
+    case .paused(let body), .resumed(let body): body.stamp
+    case .pending, .executing, .detached, .following, .ended, .modifying: nil
+    }
+  }
+
+  /// A started body in the ready set: what `QueueRecord.pausedInReady` counts.
+  var isPausedInReady: Bool {
+    switch self {
+    case .paused(let body), .resumed(let body): body.stamp != nil
+    case .pending, .ready, .executing, .detached, .following, .ended, .modifying: false
+    }
+  }
+}
+
+/// A body that started and holds no slot.
+struct PausedBody: Sendable {
+  /// The worker whose task runs the body: it continues there once given a slot.
+  let worker: Worker
+  /// The body's tasks suspended at a checkpoint; resumed when it has a slot again (throwing,
+  /// when it is cancelled).
+  var waiters: [PauseWaiter] = []
+  /// Its place in the ready set: resumed, or paused for the excess (it competes for a slot at
+  /// once); `nil` while held by `pause()`, or cancelled (it runs to its end holding no slot).
+  var stamp: ReadyStamp?
+}
+
+/// The fields of an operation's record that only coalesced work and its callers' handles use.
 struct OperationExtras: Sendable {
-  /// See ``OperationRecord/pauseWaiters``.
-  var pauseWaiters: [PauseWaiter] = []
   /// See ``OperationRecord/leader``.
   var leader = -1
   /// Shared work: the callers' handles that joined it (some may have ended, cancelled).
@@ -226,6 +446,29 @@ struct OperationExtras: Sendable {
   var coalescingResultType: Any.Type?
 }
 
+/// The box that keeps ``OperationExtras`` out of line of a record: its `extrasBox`, tested for
+/// `nil` where `extras` would copy them.
+///
+/// `@unchecked Sendable`: its one mutable field is written only through
+/// ``OperationRecord/extras``, and only while that record holds the sole reference to the box
+/// (`isKnownUniquelyReferenced`; a shared box is copied first), as an array's buffer is. Records
+/// live in the scheduler value, behind its lock; no box is ever written while another value can
+/// read it.
+final class ExtrasBox: @unchecked Sendable {
+  fileprivate(set) var value: OperationExtras
+
+  fileprivate init(_ value: OperationExtras) {
+    self.value = value
+  }
+
+  /// Moves the value out, leaving an empty one.
+  fileprivate func take() -> OperationExtras {
+    var taken = OperationExtras()
+    swap(&taken, &value)
+    return taken
+  }
+}
+
 /// A task of an operation's body suspended at ``ActorQueue/checkpoint()`` while the operation is
 /// paused.
 struct PauseWaiter: Sendable {
@@ -233,4 +476,57 @@ struct PauseWaiter: Sendable {
   let token: UInt64
   /// Resumes the task (an effect: after unlocking); `true`: it throws `CancellationError`.
   let resume: @Sendable (_ cancelled: Bool) -> Void
+}
+
+extension Scheduler {
+  /// Moves `index` to `next`: the only way its phase changes. Keeps its queue's ready set in
+  /// step (a stamp that `next` does not keep is withdrawn, unless `claimed`: the start rule took
+  /// it out already, by a claim or a re-sort) and the queue's count of paused bodies in it, and,
+  /// when the state it reads as changes, tells its subscribers, its followers and its queue's
+  /// subscribers (on an end: the last state each hears; followers end on their own).
+  ///
+  /// Inlined so that what `next` implies is known where it is built; the rest is `enter`.
+  @inline(__always)
+  mutating func transition(
+    _ index: Int, to next: consuming Phase, claimed: Bool = false, _ effects: inout Effects
+  ) {
+    let facts = next.facts
+    enter(index, next, facts, claimed: claimed, &effects)
+  }
+
+  @inline(__always)
+  private mutating func enter(
+    _ index: Int, _ next: consuming Phase, _ new: Phase.Facts, claimed: Bool, _ effects: inout Effects
+  ) {
+    let queue = operations[index].queue
+    // Swapped in, not copied: the old phase is read from here and released at the end.
+    var replaced = next
+    swap(&operations[index].phase, &replaced)
+    let old = replaced.facts
+    if let stamp = old.stamp, stamp != new.stamp, !claimed {
+      queues[queue].machine.withdraw(stamp: stamp, priority: operations[index].priority)
+    }
+    if old.isPausedInReady != new.isPausedInReady {
+      queues[queue].pausedInReady += old.isPausedInReady ? -1 : 1
+    }
+    let state = new.state
+    guard state != old.state else { return }
+    // Who hears of it, out of line: most operations have no subscriber and no follower, and
+    // the code that tells them would make every transition set up its generic types.
+    if state.isTerminal {
+      if !operations[index].subscribers.isEmpty { finishSubscribers(of: index, state, &effects) }
+    } else {
+      if !operations[index].subscribers.isEmpty { pushState(of: index, state, &effects) }
+      if operations[index].extrasBox != nil, operations[index].hasFollowers {
+        mirrorToFollowers(index, state, &effects)
+      }
+    }
+    if queue >= 0, !queues[queue].subscribers.isEmpty { emitState(of: index, state, in: queue, &effects) }
+  }
+
+  /// Pushes `index`'s new state to its subscribers; drops those whose stream has ended.
+  @inline(never)
+  private mutating func pushState(of index: Int, _ newState: OperationState, _ effects: inout Effects) {
+    operations[index].subscribers.removeAll { !$0.push(newState, effects: &effects) }
+  }
 }

@@ -28,7 +28,7 @@ struct OutcomeBox: Sendable {
 
   var value: Outcome { box?.value ?? .success(()) }
 
-  /// Whether this is a `()` outcome, which holds no box (for tests).
+  /// Whether this is a `()` outcome, which holds no box.
   var holdsNoBox: Bool { box == nil }
 
   /// Whether both are the same outcome: the same box, or both `()` (for tests).

@@ -27,6 +27,8 @@ struct QueueRecord: Sendable {
   var isReleased = false
   /// Changed by the current event: its starts are decided at the end of the event.
   var isTouched = false
+  /// The next queue the current event changed (see `Scheduler.firstTouched`); -1: none.
+  var nextTouched = -1
   /// Some executing operation was asked to pause because the limit was lowered with the excess
   /// paused, and has not reached a checkpoint yet: each slot freed meanwhile withdraws a request
   /// that is no longer needed.
@@ -50,6 +52,15 @@ struct QueueRecord: Sendable {
   /// this record knows; the start rule decides the rest (`QueueStartRule.takeSlotOnIdle()`).
   var admitsIdleStart: Bool {
     barriers.isEmpty && subscribers.isEmpty && !hasExcessRequests && pausedInReady == 0
+  }
+
+  /// Leaves the list of queues the current event changed; returns the next one there.
+  mutating func untouch() -> Int {
+    defer {
+      isTouched = false
+      nextTouched = -1
+    }
+    return nextTouched
   }
 
   /// Appends `index`, just enqueued, to the queue's unfinished operations in submission order;

@@ -23,30 +23,40 @@ extension Scheduler {
 
   /// ``cancel(_:now:_:)`` without deciding starts: the caller's event settles.
   mutating func cancelOne(_ index: Int, _ effects: inout Effects) {
-    guard !operations[index].state.isTerminal, !operations[index].isDetached else { return }
-    if operations[index].hasExtras, operations[index].leader >= 0 { return cancelFollower(index, &effects) }
-    operations[index].cancelRequested = true
-    if let worker = operations[index].worker {
-      // The body started: executing, or paused at a checkpoint (then it runs on to its end
-      // holding no slot).
-      if isPausedInBody(index) { cancelPaused(index, &effects) }
-      guard !operations[index].taskCancelled else { return }
-      operations[index].taskCancelled = true
-      effects.cancel(worker)
+    if operations[index].extrasBox != nil, operations[index].leader >= 0 {
+      if case .following = operations[index].phase { cancelFollower(index, &effects) }
       return
     }
-    switch operations[index].state {
-    case .executing, .paused:
-      if let external = operations[index].external, operations[index].runsExternally {
-        effects.runExternalCancel(external)
-      } else {
+    switch operations[index].phase {
+    case .pending, .ready:
+      operations[index].cancelRequested = true
+      cancelWaiting(index, &effects)
+    case .executing(.worker(let worker)):
+      operations[index].cancelRequested = true
+      cancelTask(of: index, worker, &effects)
+    case .paused(let body), .resumed(let body):
+      // Its tasks at a checkpoint throw; it runs on to its end holding no slot.
+      operations[index].cancelRequested = true
+      cancelPaused(index, &effects)
+      cancelTask(of: index, body.worker, &effects)
+    case .executing(.external):
+      operations[index].cancelRequested = true
+      guard let external = operations[index].external else {
         preconditionFailure("Internal inconsistency: \(operations[index].id) executes with no work")
       }
-    case .pending, .ready:
-      cancelWaiting(index, &effects)
-    case .finished, .failed, .cancelled:
-      preconditionFailure("Internal inconsistency: terminal states were handled above")
+      effects.runExternalCancel(external)
+    case .detached, .following, .ended:
+      return
+    case .modifying:
+      preconditionFailure("Internal inconsistency: \(operations[index].id) cancelled while its phase changes")
     }
+  }
+
+  /// Cancels the task of the worker that runs `index`'s body, once.
+  private mutating func cancelTask(of index: Int, _ worker: Worker, _ effects: inout Effects) {
+    guard !operations[index].taskCancelled else { return }
+    operations[index].taskCancelled = true
+    effects.cancel(worker)
   }
 
   /// Cancels an operation that has not started: it ends `.cancelled` at once, or, if its work
@@ -68,9 +78,7 @@ extension Scheduler {
     guard let external = operations[index].external, operations[index].queue >= 0 else {
       preconditionFailure("Internal inconsistency: detaching an operation with no external work")
     }
-    withdrawFromReady(index)
-    operations[index].isDetached = true
-    operations[index].runsExternally = true
+    transition(index, to: .detached(shown: operations[index].phase.state), &effects)
     effects.runExternalCancel(external)
     effects.startExternal(index, id: operations[index].id, external)
   }
@@ -83,6 +91,11 @@ extension Scheduler {
   /// ``thrownError(of:)``. A thrown `CancellationError` cancels (and marks it cancelled); any
   /// other error fails; a value finishes, even after a cancellation request.
   mutating func record(_ outcome: OutcomeBox, of index: Int) -> OperationState {
+    if outcome.holdsNoBox {
+      // A body that returned `()`: read without making its `Result`, an existential to destroy.
+      operations[index].outcome = outcome
+      return .finished
+    }
     switch outcome.value {
     case .success:
       operations[index].outcome = outcome
@@ -125,28 +138,20 @@ extension Scheduler {
   ) {
     precondition(terminal.isTerminal, "Internal inconsistency: ending in non-terminal state \(terminal)")
     precondition(
-      !operations[index].state.isTerminal, "Internal inconsistency: \(operations[index].id) ended twice")
-    withdrawFromReady(index)
-    if operations[index].hasExtras { releasePauseWaiters(of: index, &effects) }
-    operations[index].pauseHeld = false
-    operations[index].excessPaused = false
-    if let error { recordEndWithoutRunning(index, as: terminal, error: error) }
+      !operations[index].phase.hasEnded, "Internal inconsistency: \(operations[index].id) ended twice")
+    if operations[index].phase.isPausedInBody { releasePauseWaiters(of: index, &effects) }
     // A body that never ran, or external work that ended: released after unlocking.
-    if let unused = operations[index].body.take() { effects.garbage.releaseLater(body: unused) }
-    if let external = operations[index].external.take() {
-      effects.externalEnded(external)
-    }
-    operations[index].isDetached = false
-    operations[index].runsExternally = false
+    let (unused, external) = operations[index].dropUnfinished()
+    if let unused { effects.garbage.releaseLater(body: unused) }
+    if let external { effects.externalEnded(external) }
+    if let error { recordEndWithoutRunning(index, as: terminal, error: error) }
 
     // Events: the subscriber streams end after the terminal state.
-    operations[index].state = terminal
-    if !operations[index].subscribers.isEmpty { finishSubscribers(of: index, terminal, &effects) }
+    transition(index, to: .ended(terminal), &effects)
     let queue = operations[index].queue
     var leftHandle: Handle?
     if queue >= 0 {
-      if !queues[queue].subscribers.isEmpty { emitState(of: index, terminal, in: queue, &effects) }
-      if operations[index].hasExtras, let coalescing = operations[index].extras?.coalescing {
+      if operations[index].extrasBox != nil, let coalescing = operations[index].extras?.coalescing {
         releaseCoalescingKey(of: index, hash: coalescing.hash, in: queue, &effects)
       }
       leftHandle = leave(queue, index, &effects)
@@ -156,7 +161,7 @@ extension Scheduler {
     if !operations[index].completionHandlers.isEmpty { scheduleCompletionHandlers(of: index, &effects) }
     if !operations[index].waiters.isEmpty { wakeWaiters(of: index, &effects) }
 
-    if operations[index].hasExtras, operations[index].hasFollowers {
+    if operations[index].extrasBox != nil, operations[index].hasFollowers {
       endFollowers(of: index, as: terminal, into: &work, &effects)
     }
 
@@ -176,7 +181,7 @@ extension Scheduler {
       // counted, except the weak ones an ended dependent keeps, which are loaded only under
       // this lock and which `isWeaklyReferenced` rules out; and coalesced work (whose
       // followers refer to its record by index) keeps the ordinary path.
-      if !isEndingInBulk, !operations[index].hasExtras, !operations[index].isWeaklyReferenced,
+      if !isEndingInBulk, operations[index].extrasBox == nil, !operations[index].isWeaklyReferenced,
         isKnownUniquelyReferenced(&handle)
       {
         freeEnded(index, owner: handle.id, &effects)
@@ -201,8 +206,7 @@ extension Scheduler {
 
   /// Pushes the terminal state to the operation's subscribers and ends their streams.
   @inline(never)
-  private mutating func finishSubscribers(of index: Int, _ terminal: OperationState, _ effects: inout Effects)
-  {
+  mutating func finishSubscribers(of index: Int, _ terminal: OperationState, _ effects: inout Effects) {
     for subscriber in operations[index].subscribers where subscriber.push(terminal, effects: &effects) {
       subscriber.finish(effects: &effects)
     }
@@ -279,17 +283,12 @@ extension Scheduler {
   /// held (none if it let go of it); wakes the queue's waiters when none is left, and frees a released queue that is
   /// done. O(1).
   private mutating func leave(_ queue: Int, _ index: Int, _ effects: inout Effects) -> Handle? {
-    let handle = operations[index].enqueuedHandle.take()
+    let (handle, previous, next) = operations[index].leaveQueue()
     precondition(
       handle != nil || operations[index].isLetGo, "Internal inconsistency: an operation left its queue twice")
-    let previous = operations[index].previousInQueue
-    let next = operations[index].nextInQueue
     if !queues[queue].walkCursors.isEmpty { advanceWalkCursors(in: queue, past: index, to: next) }
     if previous >= 0 { operations[previous].nextInQueue = next } else { queues[queue].first = next }
     if next >= 0 { operations[next].previousInQueue = previous } else { queues[queue].last = previous }
-    operations[index].previousInQueue = -1
-    operations[index].nextInQueue = -1
-    operations[index].queue = -1
     queues[queue].unfinishedCount -= 1
     if queues[queue].unfinishedCount == 0 {
       if !queues[queue].allFinishedWaiters.isEmpty {

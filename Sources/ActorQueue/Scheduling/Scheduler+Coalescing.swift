@@ -53,7 +53,6 @@ extension Scheduler {
       extras.coalescing = (hash, ObjectIdentifier(resultType))
       extras.coalescingResultType = resultType
       operations[index].extras = extras
-      operations[index].hasExtras = true
       queues[queue].coalesced[hash, default: CoalescingBucket()].entries.append(
         CoalescingBucket.Entry(key: key, leader: index, leaderID: id))
       queues[queue].coalesced[hash]!.version = nextCoalescingVersion()
@@ -66,9 +65,8 @@ extension Scheduler {
     var extras = OperationExtras()
     extras.leader = leader
     operations[follower].extras = extras
-    operations[follower].hasExtras = true
     operations[follower].wasEnqueued = true
-    operations[follower].state = operations[leader].state
+    transition(follower, to: .following(shown: operations[leader].phase.state), &effects)
     operations[leader].extras!.followers.append(
       DependentEntry(index: follower, id: id, requiresSuccess: false))
     operations[leader].extras!.followerHandles.append(handle)
@@ -131,10 +129,7 @@ extension Scheduler {
   @inline(never)  // rare: kept out of the hot paths that test for it
   mutating func mirrorToFollowers(_ leader: Int, _ state: OperationState, _ effects: inout Effects) {
     for entry in operations[leader].extras!.followers where isUnfinished(entry) {
-      operations[entry.index].state = state
-      if !operations[entry.index].subscribers.isEmpty {
-        operations[entry.index].subscribers.removeAll { !$0.push(state, effects: &effects) }
-      }
+      transition(entry.index, to: .following(shown: state), &effects)
     }
   }
 

@@ -33,7 +33,7 @@ extension Scheduler {
     _ dependency: Handle, to dependent: Int, requirement: DependencyRequirement,
     now: () -> SchedulerInstant, _ effects: inout Effects
   ) throws(ActorQueueError) {
-    guard !operations[dependent].hasExtras || operations[dependent].leader < 0 else {
+    guard operations[dependent].extrasBox == nil || operations[dependent].leader < 0 else {
       throw .joinedSharedWork
     }
     guard hasNotStarted(dependent) else { throw .alreadyStarted }
@@ -49,7 +49,7 @@ extension Scheduler {
   /// not: then `dependent` ends at once.
   mutating func link(_ dependency: Handle, to dependent: Int, part: EdgePart, _ effects: inout Effects) {
     let index = dependency.recordIndex
-    let dependencyEnded = operations[index].state.isTerminal
+    let dependencyEnded = operations[index].phase.hasEnded
     let position: Int
     let requiredSuccessBefore: Bool
     if let existing = edgePosition(of: index, in: dependent) {
@@ -76,10 +76,7 @@ extension Scheduler {
       }
       if !dependencyEnded {
         operations[dependent].unfinishedDependencies += 1
-        if operations[dependent].readyStamp != nil {
-          withdrawFromReady(dependent)
-          transition(dependent, to: .pending, &effects)
-        }
+        if case .ready = operations[dependent].phase { transition(dependent, to: .pending, &effects) }
       }
     }
     switch part {
@@ -94,7 +91,7 @@ extension Scheduler {
     let requiresSuccess = operations[dependent].dependencies[position].requiresSuccess
     guard requiresSuccess, !requiredSuccessBefore else { return }
     if dependencyEnded {
-      if operations[index].state != .finished {
+      if operations[index].phase.state != .finished {
         endForFailedDependency(dependent, dependency: index, &effects)
       }
     } else {
@@ -148,14 +145,15 @@ extension Scheduler {
   mutating func removeDependency(
     _ dependency: Int, from dependent: Int, now: () -> SchedulerInstant, _ effects: inout Effects
   ) {
-    guard hasNotStarted(dependent), !operations[dependent].hasExtras || operations[dependent].leader < 0,
+    guard hasNotStarted(dependent),
+      operations[dependent].extrasBox == nil || operations[dependent].leader < 0,
       let position = edgePosition(of: dependency, in: dependent),
       operations[dependent].dependencies[position].isExplicit
     else { return }
     let requiredSuccess = operations[dependent].dependencies[position].requiresSuccess
     operations[dependent].dependencies[position].isExplicit = false
     operations[dependent].dependencies[position].explicitRequiresSuccess = false
-    let dependencyEnded = operations[dependency].state.isTerminal
+    let dependencyEnded = operations[dependency].phase.hasEnded
     guard operations[dependent].dependencies[position].isEmpty else {
       let requiresSuccess = operations[dependent].dependencies[position].requiresSuccess
       if !dependencyEnded, requiresSuccess != requiredSuccess {
@@ -174,7 +172,7 @@ extension Scheduler {
       operations[dependency].dependents.remove(at: entry)
     }
     operations[dependent].unfinishedDependencies -= 1
-    if operations[dependent].unfinishedDependencies == 0, operations[dependent].state == .pending,
+    if operations[dependent].unfinishedDependencies == 0, operations[dependent].phase.state == .pending,
       operations[dependent].queue >= 0
     {
       makeReady(dependent, &effects)
@@ -194,7 +192,7 @@ extension Scheduler {
   /// dependents, and own nothing (so no ownership cycle can form through them either).
   func cycle(closedBy dependency: Int, _ dependent: Int) -> [Int]? {
     if dependency == dependent { return [dependent] }
-    if operations[dependency].state.isTerminal || !hasWaiters(dependent) || !waits(dependency) {
+    if operations[dependency].phase.hasEnded || !hasWaiters(dependent) || !waits(dependency) {
       return nil
     }
     // Each operation reached, with the one it waits for that led the search to it.
@@ -211,7 +209,7 @@ extension Scheduler {
         }
       }
       // A caller's handle to coalesced work waits for that work, as a dependent does.
-      guard operations[operation].hasExtras, operations[operation].hasFollowers else { continue }
+      guard operations[operation].extrasBox != nil, operations[operation].hasFollowers else { continue }
       for entry in operations[operation].extras!.followers where isUnfinished(entry) {
         if entry.index == dependency {
           return path(from: operation, closing: dependency, dependent, waitsFor)
@@ -246,39 +244,39 @@ extension Scheduler {
       cycle.map { index in
         ActorQueueError.CycleMember(
           id: operations[index].id, name: operations[index].name,
-          isSharedWork: operations[index].hasExtras && operations[index].extras?.coalescing != nil)
+          isSharedWork: operations[index].extrasBox != nil && operations[index].extras?.coalescing != nil)
       })
   }
 
   /// Whether something unfinished may wait for `index`: a dependent, or a caller's handle to it
   /// as coalesced work.
   private func hasWaiters(_ index: Int) -> Bool {
-    !operations[index].dependents.isEmpty || (operations[index].hasExtras && operations[index].hasFollowers)
+    !operations[index].dependents.isEmpty
+      || (operations[index].extrasBox != nil && operations[index].hasFollowers)
   }
 
   /// Whether `index` may wait for something: a dependency, or the coalesced work it follows.
   private func waits(_ index: Int) -> Bool {
-    !operations[index].dependencies.isEmpty || (operations[index].hasExtras && operations[index].leader >= 0)
+    !operations[index].dependencies.isEmpty
+      || (operations[index].extrasBox != nil && operations[index].leader >= 0)
   }
 
   /// Whether `index` waits to start: pending or ready, and neither a paused body resumed and
   /// waiting for a slot nor cancelled work running detached.
   func hasNotStarted(_ index: Int) -> Bool {
-    (operations[index].state == .pending || operations[index].state == .ready)
-      && operations[index].worker == nil && !operations[index].isDetached
+    operations[index].phase.hasNotStarted
   }
 
   /// Whether a dependent entry still names an unfinished operation (not ended, not freed).
   func isUnfinished(_ entry: DependentEntry) -> Bool {
     operations[entry.index].isLive && operations[entry.index].id == entry.id
-      && !operations[entry.index].state.isTerminal
-      && !operations[entry.index].isDetached
+      && !operations[entry.index].phase.hasEnded && !operations[entry.index].phase.isDetached
   }
 
   /// Ends `dependent` because `dependency`, which it required to finish, did not: cancelled
   /// with it, or failed with a ``DependencyFailedError``.
   mutating func endForFailedDependency(_ dependent: Int, dependency: Int, _ effects: inout Effects) {
-    if operations[dependency].state == .cancelled {
+    if operations[dependency].phase.state == .cancelled {
       cancelWaiting(dependent, &effects)
     } else {
       terminate(dependent, as: .failed, error: dependencyFailure(of: dependency), &effects)

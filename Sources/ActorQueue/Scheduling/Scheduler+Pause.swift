@@ -26,13 +26,11 @@ extension Scheduler {
 
   /// Whether the body of `index` (still the operation `id`) is asked to pause, or is paused.
   func isPauseRequested(_ index: Int, id: OperationID) -> Bool {
-    guard operations[index].isLive, operations[index].id == id, operations[index].worker != nil else {
-      return false
-    }
-    switch operations[index].state {
-    case .executing: return operations[index].pauseHeld || operations[index].excessPaused
-    case .paused, .ready: return true
-    case .pending, .finished, .failed, .cancelled: return false
+    guard operations[index].isLive, operations[index].id == id else { return false }
+    switch operations[index].phase {
+    case .executing(.worker): return operations[index].pauseHeld || operations[index].excessPaused
+    case .paused, .resumed: return true
+    case .pending, .ready, .executing(.external), .detached, .following, .ended, .modifying: return false
     }
   }
 
@@ -40,10 +38,12 @@ extension Scheduler {
   /// waits to start. An executing body asked to pause is not paused until it reaches a
   /// checkpoint.
   func isPaused(_ index: Int) -> Bool {
-    let index =
-      operations[index].leader >= 0 && !operations[index].state.isTerminal ? operations[index].leader : index
-    return operations[index].state == .paused
-      || (operations[index].pauseHeld && operations[index].state == .pending)
+    switch operations[index].phase {
+    case .paused: return true
+    case .pending: return operations[index].pauseHeld
+    case .following: return isPaused(operations[index].leader)
+    case .ready, .executing, .resumed, .detached, .ended, .modifying: return false
+    }
   }
 
   /// `pause()`, then the starts it allows decided.
@@ -58,28 +58,29 @@ extension Scheduler {
   ///
   /// A helper: the caller's event decides the starts it allows.
   mutating func pauseOne(_ index: Int, _ effects: inout Effects) {
-    guard !operations[index].state.isTerminal, !operations[index].isDetached else { return }
-    if operations[index].hasExtras, operations[index].leader >= 0 {
-      return pauseOne(operations[index].leader, &effects)
+    switch operations[index].phase {
+    case .following: return pauseOne(operations[index].leader, &effects)
+    case .executing(.external), .detached, .ended: return
+    case .pending, .ready, .executing(.worker), .paused, .resumed: break
+    case .modifying:
+      preconditionFailure("Internal inconsistency: \(operations[index].id) paused while its phase changes")
     }
-    if operations[index].runsExternally { return }
     operations[index].pauseHeld = true
     if operations[index].queue >= 0 {
       touch(operations[index].queue)  // recounts excess requests
       if queues[operations[index].queue].isReleased { letGo(index, &effects) }
     }
-    switch operations[index].state {
-    case .pending:
-      break
+    switch operations[index].phase {
     case .ready:
-      withdrawFromReady(index)
-      transition(index, to: operations[index].worker == nil ? .pending : .paused, &effects)
-    case .executing:
-      operations[index].worker?.setPauseRequested(true, in: pauses)
-    case .paused:
-      withdrawFromReady(index)  // it was paused for the excess and competed for a slot
-    case .finished, .failed, .cancelled:
-      preconditionFailure("Internal inconsistency: terminal states were handled above")
+      transition(index, to: .pending, &effects)
+    case .executing(.worker(let worker)):
+      worker.setPauseRequested(true, in: pauses)
+    case .paused(var body), .resumed(var body):
+      // Out of the ready set: resumed, or paused for the excess and competing for a slot.
+      body.stamp = nil
+      transition(index, to: .paused(body), &effects)
+    case .pending, .executing(.external), .detached, .following, .ended, .modifying:
+      break
     }
   }
 
@@ -93,29 +94,32 @@ extension Scheduler {
 
   /// ``resume(_:now:_:)`` without deciding starts: the caller's event settles.
   mutating func resumeOne(_ index: Int, _ effects: inout Effects) {
-    guard !operations[index].state.isTerminal else { return }
-    if operations[index].hasExtras, operations[index].leader >= 0 {
-      return resumeOne(operations[index].leader, &effects)
+    switch operations[index].phase {
+    case .following: return resumeOne(operations[index].leader, &effects)
+    case .ended: return
+    case .pending, .ready, .executing, .paused, .resumed, .detached: break
+    case .modifying:
+      preconditionFailure("Internal inconsistency: \(operations[index].id) resumed while its phase changes")
     }
     let wasHeld = operations[index].pauseHeld
     operations[index].pauseHeld = false
     if operations[index].queue >= 0 { touch(operations[index].queue) }  // recounts excess requests
-    if operations[index].excessPaused, operations[index].state == .executing {
+    if operations[index].excessPaused, case .executing = operations[index].phase {
       queues[operations[index].queue].hasExcessRequests = true  // recounted when settled
     }
     operations[index].excessPaused = false
-    switch operations[index].state {
+    switch operations[index].phase {
     case .pending:
       if wasHeld, operations[index].queue >= 0, operations[index].unfinishedDependencies == 0 {
         makeReady(index, &effects)
       }
-    case .executing:
-      operations[index].worker?.setPauseRequested(false, in: pauses)
-    case .paused where operations[index].worker != nil && !operations[index].cancelRequested:
-      if operations[index].readyStamp == nil { insertPausedIntoReady(index) }
-      transition(index, to: .ready, &effects)
+    case .executing(.worker(let worker)):
+      worker.setPauseRequested(false, in: pauses)
+    case .paused(var body) where !operations[index].cancelRequested:
+      if body.stamp == nil { body.stamp = insertPausedIntoReady(index) }
+      transition(index, to: .resumed(body), &effects)
       touch(operations[index].queue)
-    case .ready, .paused, .finished, .failed, .cancelled:
+    case .ready, .executing(.external), .paused, .resumed, .detached, .following, .ended, .modifying:
       break
     }
   }
@@ -128,12 +132,15 @@ extension Scheduler {
     _ index: Int, id: OperationID, token: UInt64, resume: @escaping @Sendable (_ cancelled: Bool) -> Void,
     now: () -> SchedulerInstant, _ effects: inout Effects
   ) -> CheckpointDecision {
-    guard operations[index].isLive, operations[index].id == id, !operations[index].state.isTerminal,
-      operations[index].worker != nil
-    else { return .proceed }
-    if operations[index].cancelRequested { return .cancelled }
-    switch operations[index].state {
-    case .executing where operations[index].pauseHeld || operations[index].excessPaused:
+    guard operations[index].isLive, operations[index].id == id else { return .proceed }
+    switch operations[index].phase {
+    case .executing(.worker), .paused, .resumed:
+      if operations[index].cancelRequested { return .cancelled }
+    case .pending, .ready, .executing(.external), .detached, .following, .ended, .modifying:
+      return .proceed
+    }
+    switch operations[index].phase {
+    case .executing(.worker(let worker)) where operations[index].pauseHeld || operations[index].excessPaused:
       let queue = operations[index].queue
       if queues[queue].isReleased, queues[queue].machine.isSuspended {
         // Nobody can resume its queue: paused now, it could never get a slot again. It is
@@ -145,17 +152,20 @@ extension Scheduler {
       // The worker's flag stays set while paused: other tasks of the body that reach a
       // checkpoint wait too.
       queues[queue].machine.operationPaused()
-      transition(index, to: .paused, &effects)
-      if !operations[index].pauseHeld { insertPausedIntoReady(index) }
+      let stamp = operations[index].pauseHeld ? nil : insertPausedIntoReady(index)
+      transition(
+        index,
+        to: .paused(
+          PausedBody(worker: worker, waiters: [PauseWaiter(token: token, resume: resume)], stamp: stamp)),
+        &effects)
       operations[index].excessPaused = false
-      operations[index].pauseWaiters.append(PauseWaiter(token: token, resume: resume))
       touch(queue)
       settle(now: now, &effects)
       return .suspended
-    case .paused, .ready:
-      operations[index].pauseWaiters.append(PauseWaiter(token: token, resume: resume))
+    case .paused, .resumed:
+      operations[index].modifyPauseWaiters { $0.append(PauseWaiter(token: token, resume: resume)) }
       return .suspended
-    case .executing, .pending, .finished, .failed, .cancelled:
+    case .executing, .pending, .ready, .detached, .following, .ended, .modifying:
       return .proceed
     }
   }
@@ -163,10 +173,11 @@ extension Scheduler {
   /// The task of a waiter at a checkpoint was cancelled (not the operation): it stops waiting and
   /// throws `CancellationError`. The operation stays paused.
   mutating func checkpointCancelled(_ index: Int, id: OperationID, token: UInt64, _ effects: inout Effects) {
-    guard operations[index].isLive, operations[index].id == id,
-      let position = operations[index].pauseWaiters.firstIndex(where: { $0.token == token })
+    guard operations[index].isLive, operations[index].id == id, operations[index].phase.isPausedInBody,
+      let waiter = operations[index].modifyPauseWaiters({ waiters in
+        waiters.firstIndex(where: { $0.token == token }).map { waiters.remove(at: $0) }
+      })
     else { return }
-    let waiter = operations[index].pauseWaiters.remove(at: position)
     effects.resumeCheckpoint(waiter.resume, cancelled: true)
   }
 
@@ -174,27 +185,33 @@ extension Scheduler {
   /// `CancellationError` at once; it runs to its end holding no slot, and stays `.paused` until
   /// then.
   mutating func cancelPaused(_ index: Int, _ effects: inout Effects) {
-    withdrawFromReady(index)
-    if operations[index].state == .ready { transition(index, to: .paused, &effects) }
+    switch operations[index].phase {
+    case .paused(var body), .resumed(var body):
+      body.stamp = nil
+      transition(index, to: .paused(body), &effects)
+    case .pending, .ready, .executing, .detached, .following, .ended, .modifying:
+      preconditionFailure("Internal inconsistency: \(operations[index].id) has no paused body to cancel")
+    }
     releasePauseWaiters(of: index, &effects)
   }
 
   /// Resumes every task of `index` suspended at a checkpoint, throwing `CancellationError`.
   @inline(never)  // rare: kept out of the hot paths that test for it
   mutating func releasePauseWaiters(of index: Int, _ effects: inout Effects) {
-    guard !operations[index].pauseWaiters.isEmpty else { return }
-    for waiter in operations[index].pauseWaiters {
+    let waiters = operations[index].modifyPauseWaiters { waiters in
+      defer { waiters = [] }
+      return waiters
+    }
+    for waiter in waiters {
       effects.resumeCheckpoint(waiter.resume, cancelled: true)
     }
-    operations[index].pauseWaiters = []
   }
 
-  /// Puts a paused body into its queue's ready set, with its original submission order.
-  private mutating func insertPausedIntoReady(_ index: Int) {
-    let queue = operations[index].queue
-    operations[index].readyStamp = queues[queue].machine.insertReady(
+  /// Puts a paused body into its queue's ready set, with its original submission order; returns
+  /// its place, which the caller's transition records.
+  private mutating func insertPausedIntoReady(_ index: Int) -> ReadyStamp {
+    queues[operations[index].queue].machine.insertReady(
       index, order: operations[index].order, priority: operations[index].priority)
-    queues[queue].pausedInReady += 1
   }
 
   // MARK: Started bodies
@@ -208,14 +225,13 @@ extension Scheduler {
     queues[queue].firstStarted = index
   }
 
-  /// `index`'s body ended: it leaves its queue's started bodies. O(1).
-  mutating func unlinkStarted(_ index: Int, in queue: Int) {
-    let previous = operations[index].previousStarted
-    let next = operations[index].nextStarted
+  /// `index`'s body ended: it leaves its queue's started bodies. O(1). Returns whether its
+  /// worker's task was asked to cancel.
+  mutating func unlinkStarted(_ index: Int, in queue: Int) -> Bool {
+    let (previous, next, taskCancelled) = operations[index].leaveStarted()
     if previous >= 0 { operations[previous].nextStarted = next } else { queues[queue].firstStarted = next }
     if next >= 0 { operations[next].previousStarted = previous }
-    operations[index].previousStarted = -1
-    operations[index].nextStarted = -1
+    return taskCancelled
   }
 
   // MARK: Held in a released queue
@@ -227,7 +243,7 @@ extension Scheduler {
   mutating func letGo(_ index: Int, _ effects: inout Effects) {
     guard !operations[index].isLetGo else { return }
     operations[index].isLetGo = true
-    if operations[index].hasExtras, operations[index].extras!.coalescing != nil {
+    if operations[index].extrasBox != nil, operations[index].extras!.coalescing != nil {
       for handle in operations[index].extras!.followerHandles { effects.garbage.releaseLater(handle: handle) }
       operations[index].extras!.followerHandles = []
     } else if let handle = operations[index].enqueuedHandle.take() {
@@ -237,7 +253,7 @@ extension Scheduler {
 
   /// Whether `index` is a caller's handle to coalesced work whose queue let go of its callers.
   func isFollowerOfLetGoWork(_ index: Int) -> Bool {
-    operations[index].hasExtras && operations[index].leader >= 0
+    operations[index].extrasBox != nil && operations[index].leader >= 0
       && operations[operations[index].leader].isLetGo
   }
 
@@ -248,7 +264,7 @@ extension Scheduler {
     var effects = Effects()
     operations[index].isHandleGone = true
     let target =
-      operations[index].hasExtras && operations[index].leader >= 0 ? operations[index].leader : index
+      operations[index].extrasBox != nil && operations[index].leader >= 0 ? operations[index].leader : index
     if operations[target].pauseHeld { cancelOne(index, &effects) }
     settle(now: now, &effects)
     return effects
@@ -289,7 +305,7 @@ extension Scheduler {
     while index >= 0 {
       defer { index = operations[index].nextStarted }
       sliceWork += 1  // counted with the hold's work, for tests (see `largestSlice`)
-      guard operations[index].state == .executing else { continue }
+      guard case .executing = operations[index].phase else { continue }
       if operations[index].pauseHeld || operations[index].excessPaused {
         excess -= 1
       } else {
@@ -303,7 +319,7 @@ extension Scheduler {
     }
     for index in candidates.prefix(excess) {
       operations[index].excessPaused = true
-      operations[index].worker?.setPauseRequested(true, in: pauses)
+      operations[index].phase.worker?.setPauseRequested(true, in: pauses)
     }
     queues[queue].hasExcessRequests = true
   }
@@ -319,7 +335,7 @@ extension Scheduler {
     while index >= 0 {
       defer { index = operations[index].nextStarted }
       sliceWork += 1  // counted with the hold's work, for tests (see `largestSlice`)
-      guard operations[index].state == .executing else { continue }
+      guard case .executing = operations[index].phase else { continue }
       if operations[index].pauseHeld {
         needed -= 1
       } else if operations[index].excessPaused {
@@ -338,7 +354,7 @@ extension Scheduler {
     }
     for index in requested.prefix(surplus) {
       operations[index].excessPaused = false
-      operations[index].worker?.setPauseRequested(false, in: pauses)
+      operations[index].phase.worker?.setPauseRequested(false, in: pauses)
     }
     if surplus == requested.count { queues[queue].hasExcessRequests = false }
   }

@@ -175,11 +175,11 @@ extension Scheduler {
       let dependent = end.index
       if let handle = end.keeps { effects.garbage.releaseLater(handle: handle) }
       guard operations[dependent].isLive, operations[dependent].id == end.id,
-        !operations[dependent].state.isTerminal, !operations[dependent].isDetached
+        !operations[dependent].phase.hasEnded, !operations[dependent].phase.isDetached
       else { continue }
       precondition(
-        end.error == nil || operations[dependent].state == .pending,
-        "Internal inconsistency: \(operations[dependent].id) was \(operations[dependent].state) when its required input's end reached it"
+        end.error == nil || operations[dependent].phase.state == .pending,
+        "Internal inconsistency: \(operations[dependent].id) was \(operations[dependent].phase.state) when its required input's end reached it"
       )
       if end.terminal == .cancelled, startsWhenCancelled(dependent) {
         cancelWaiting(dependent, &effects)
@@ -206,8 +206,8 @@ extension Scheduler {
       guard isUnfinished(entry) else { continue }
       let dependent = entry.index
       precondition(
-        operations[dependent].state == .pending && operations[dependent].unfinishedDependencies > 0,
-        "Internal inconsistency: \(operations[dependent].id) was \(operations[dependent].state) with an unfinished dependency"
+        operations[dependent].phase.state == .pending && operations[dependent].unfinishedDependencies > 0,
+        "Internal inconsistency: \(operations[dependent].id) was \(operations[dependent].phase.state) with an unfinished dependency"
       )
       let requiresSuccess =
         deferred ? edgeRequiresSuccess(dependent, on: dependency, id: dependencyID) : entry.requiresSuccess
@@ -241,7 +241,11 @@ extension Scheduler {
   /// The current call has work beyond this slice: the queues it changed so far are held.
   mutating func markBulk() {
     hasBulk = true
-    for queue in touched { holdForBulk(queue) }
+    var queue = firstTouched
+    while queue >= 0 {
+      holdForBulk(queue)
+      queue = queues[queue].nextTouched
+    }
   }
 
   /// While the current call has work left, a queue it changes starts nothing (not even a
@@ -269,11 +273,7 @@ extension Scheduler {
       }
       return
     }
-    for queue in touched {
-      queues[queue].isTouched = false
-      holdForBulk(queue)
-    }
-    touched.removeAll()
+    while firstTouched >= 0 { holdForBulk(takeFirstTouched()) }
   }
 
   /// The end of an event that did bulk work: what is left goes to the caller, and the next
@@ -332,7 +332,7 @@ extension Scheduler {
       case .release:
         if operations[index].pauseHeld { letGo(index, &effects) }
         if queues[queue].machine.isSuspended,
-          operations[index].state == .pending || operations[index].state == .ready || isPausedInBody(index)
+          operations[index].phase.hasNotStarted || operations[index].phase.isPausedInBody
         {
           cancelOne(index, &effects)
         }

@@ -6,7 +6,8 @@ extension Scheduler {
   mutating func touch(_ queue: Int) {
     guard !queues[queue].isTouched else { return }
     queues[queue].isTouched = true
-    touched.append(queue)
+    if lastTouched >= 0 { queues[lastTouched].nextTouched = queue } else { firstTouched = queue }
+    lastTouched = queue
     if hasBulk { holdForBulk(queue) }
   }
 
@@ -16,11 +17,8 @@ extension Scheduler {
   /// lock once on each side.
   mutating func settle(now: () -> SchedulerInstant, _ effects: inout Effects) {
     if hasBulk { holdOrLetGoQueues() }
-    var position = 0
-    while position < touched.count {
-      let queue = touched[position]
-      position += 1
-      queues[queue].isTouched = false
+    while firstTouched >= 0 {
+      let queue = takeFirstTouched()
       // The rare cases are out of line, so that the common path (an idle queue's start, above
       // all) is compact: with cold caches, what a start costs is the cache lines it touches, and
       // with them inline the whole of this function was touched (callgrind's cache simulator).
@@ -48,10 +46,14 @@ extension Scheduler {
     // per `addOperation`).
     if freeOperations.count == operations.count { judgeStorageIfAllFree(now: now) }
     if sliceWork > 0 || hasBulk { endSlice(&effects) }
-    // Emptied from the end, keeping the storage: nearly always one element, and
-    // `removeAll(keepingCapacity:)` costs a general range replacement (about 60 instructions
-    // per event, counted with callgrind) where `removeLast()` costs a few.
-    while !touched.isEmpty { touched.removeLast() }
+  }
+
+  /// Takes the first queue off the list of those the current event changed.
+  mutating func takeFirstTouched() -> Int {
+    let queue = firstTouched
+    firstTouched = queues[queue].untouch()
+    if firstTouched < 0 { lastTouched = -1 }
+    return queue
   }
 
   /// The starts of `queue` that need no worker: requests to pause the excess that are no longer
@@ -63,7 +65,7 @@ extension Scheduler {
     if queues[queue].hasExcessRequests { withdrawUnneededExcessRequests(in: queue) }
     // A paused body given a slot continues on the task it paused in: no worker needed.
     while queues[queue].pausedInReady > 0, queues[queue].machine.canStartNow,
-      let head = queues[queue].machine.peekReady(), isPausedInBody(head)
+      let head = queues[queue].machine.peekReady(), operations[head].phase.isPausedInBody
     {
       _ = queues[queue].machine.claimWithoutWorker()
       grantSlot(toPaused: head, &effects)
@@ -71,7 +73,7 @@ extension Scheduler {
     // External work runs elsewhere and needs no worker.
     if queues[queue].hasExternalWork {
       while queues[queue].machine.canStartNow, let head = queues[queue].machine.peekReady(),
-        operations[head].external != nil, operations[head].worker == nil
+        operations[head].external != nil, case .ready = operations[head].phase
       {
         _ = queues[queue].machine.claimWithoutWorker()
         startExternalInSlot(head, &effects)
@@ -106,7 +108,7 @@ extension Scheduler {
   ) -> WorkerAction {
     var step = step
     // A paused body given a slot continues on its own task: this worker claims again.
-    while let index = step.run, isPausedInBody(index) {
+    while let index = step.run, operations[index].phase.isPausedInBody {
       grantSlot(toPaused: index, &effects)
       let spawnWorker = step.spawnWorker
       step = queues[queue].machine.claimNext()
@@ -119,21 +121,21 @@ extension Scheduler {
       freeQueueIfDone(queue, &effects)
       return .retire
     }
-    operations[index].readyStamp = nil
     nextStart += 1
-    operations[index].startOrder = nextStart
     if let external = operations[index].external {
       // Runs elsewhere: no worker holds it (cancel() calls its `cancel`).
-      operations[index].runsExternally = true
-      transition(index, to: .executing, &effects)
+      operations[index].startOrder = nextStart
+      transition(index, to: .executing(.external), claimed: true, &effects)
       return .start(operation: index, id: operations[index].id, work: external)
     }
-    guard let body = operations[index].body.take() else {
+    // First in the queue's started bodies (see `linkStarted`), in the access that claims it.
+    let next = queues[queue].firstStarted
+    guard let body = operations[index].claimBody(startOrder: nextStart, nextStarted: next) else {
       preconditionFailure("Internal inconsistency: \(operations[index].id) was claimed twice")
     }
-    operations[index].worker = worker
-    linkStarted(index, in: queue)
-    transition(index, to: .executing, &effects)
+    if next >= 0 { operations[next].previousStarted = index }
+    queues[queue].firstStarted = index
+    transition(index, to: .executing(.worker(worker)), claimed: true, &effects)
     return .run(operation: index, id: operations[index].id, body: body)
   }
 
@@ -142,16 +144,20 @@ extension Scheduler {
   /// A paused body was given a slot (``QueueStartRule/claimWithoutWorker()``, or claimed
   /// by a worker): it continues on the task it paused in.
   mutating func grantSlot(toPaused index: Int, _ effects: inout Effects) {
-    operations[index].readyStamp = nil
-    queues[operations[index].queue].pausedInReady -= 1
+    let body: PausedBody
+    switch operations[index].phase {
+    case .paused(let paused), .resumed(let paused): body = paused
+    case .pending, .ready, .executing, .detached, .following, .ended, .modifying:
+      preconditionFailure(
+        "Internal inconsistency: \(operations[index].id) was given a slot with no paused body")
+    }
     nextStart += 1
     operations[index].startOrder = nextStart
-    operations[index].worker?.setPauseRequested(false, in: pauses)
-    transition(index, to: .executing, &effects)
-    for waiter in operations[index].pauseWaiters {
+    body.worker.setPauseRequested(false, in: pauses)
+    transition(index, to: .executing(.worker(body.worker)), claimed: true, &effects)
+    for waiter in body.waiters {
       effects.resumeCheckpoint(waiter.resume, cancelled: false)
     }
-    operations[index].pauseWaiters = []
   }
 
   /// Moves the external work `index`, just given a slot without a worker, to `.executing` and
@@ -160,11 +166,9 @@ extension Scheduler {
     guard let external = operations[index].external else {
       preconditionFailure("Internal inconsistency: \(operations[index].id) has no external work to start")
     }
-    operations[index].readyStamp = nil
     nextStart += 1
     operations[index].startOrder = nextStart
-    operations[index].runsExternally = true
-    transition(index, to: .executing, &effects)
+    transition(index, to: .executing(.external), claimed: true, &effects)
     effects.startExternal(index, id: operations[index].id, external)
   }
 
@@ -175,19 +179,10 @@ extension Scheduler {
   mutating func makeReady(_ index: Int, _ effects: inout Effects) {
     guard !operations[index].pauseHeld else { return }  // held by pause(): stays pending
     let queue = operations[index].queue
-    transition(index, to: .ready, &effects)
-    operations[index].readyStamp = queues[queue].machine.insertReady(
+    let stamp = queues[queue].machine.insertReady(
       index, order: operations[index].order, priority: operations[index].priority)
+    transition(index, to: .ready(stamp: stamp), &effects)
     touch(queue)
-  }
-
-  /// Takes `index` out of its queue's ready set, if it is there.
-  mutating func withdrawFromReady(_ index: Int) {
-    guard let stamp = operations[index].readyStamp else { return }
-    let queue = operations[index].queue
-    queues[queue].machine.withdraw(stamp: stamp, priority: operations[index].priority)
-    operations[index].readyStamp = nil
-    if operations[index].worker != nil { queues[queue].pausedInReady -= 1 }
   }
 
   // MARK: The idle start
@@ -211,7 +206,7 @@ extension Scheduler {
   /// Both paths are checked against the reference model by the random scripts, and the
   /// scheduler tests' harness submits through this one, as `addOperation` does.
   mutating func startOnIdle(
-    _ handle: Handle, on queue: Int, now: () -> SchedulerInstant
+    _ handle: Handle, on queue: Int, now: () -> SchedulerInstant, _ effects: inout Effects
   ) -> Spawn? {
     let index = handle.recordIndex
     guard queues[queue].admitsIdleStart, operations[index].startsAlone,
@@ -224,9 +219,10 @@ extension Scheduler {
     queues[queue].linger.workArrived(at: now())
     let worker = Worker(queue: queue)
     let first = operations[index].startAlone(
-      as: index, in: queue, order: nextSubmission, startOrder: nextStart, previous: previous, handle: handle,
-      worker: worker)
+      as: index, in: queue, order: nextSubmission, startOrder: nextStart, previous: previous, handle: handle)
     linkStarted(index, in: queue)
+    // Nobody to tell (no subscriber, follower or queue subscriber): it records no effect.
+    transition(index, to: .executing(.worker(worker)), &effects)
     return Spawn(taskPriority: queues[queue].taskPriority, worker: worker, first: first)
   }
 }
@@ -235,15 +231,15 @@ extension OperationRecord {
   /// Whether this operation, new, may start on an idle queue in one step
   /// (`Scheduler.startOnIdle`): nothing waits on it and it waits on nothing.
   var startsAlone: Bool {
-    state == .pending && !wasEnqueued && external == nil && !hasExtras && subscribers.isEmpty
+    guard case .pending = phase else { return false }
+    return !wasEnqueued && external == nil && extrasBox == nil && subscribers.isEmpty
       && unfinishedDependencies == 0 && !pauseHeld
   }
 
-  /// Enqueues this new operation on `queue` and moves it to `.executing` on `worker`, in one
-  /// access to the record (`Scheduler.startOnIdle`); returns the worker's first step.
+  /// Enqueues this new operation on `queue` and claims its body, in one access to the record
+  /// (`Scheduler.startOnIdle`, which moves it to `.executing`); returns the worker's first step.
   mutating func startAlone(
-    as index: Int, in queue: Int, order: UInt64, startOrder: UInt64, previous: Int, handle: AnyQueueOperation,
-    worker: Worker
+    as index: Int, in queue: Int, order: UInt64, startOrder: UInt64, previous: Int, handle: AnyQueueOperation
   ) -> WorkerAction {
     guard let body = body.take() else {
       preconditionFailure("Internal inconsistency: \(id) was claimed twice")
@@ -254,8 +250,6 @@ extension OperationRecord {
     self.startOrder = startOrder
     enqueuedHandle = handle
     previousInQueue = previous
-    self.worker = worker
-    state = .executing
     return .run(operation: index, id: id, body: body)
   }
 }

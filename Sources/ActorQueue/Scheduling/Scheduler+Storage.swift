@@ -47,13 +47,14 @@ extension Scheduler {
       preconditionFailure(
         "Internal inconsistency: operation record \(index) released by a handle it does not belong to")
     }
-    if !operations[index].state.isTerminal, operations[index].isLetGo || isFollowerOfLetGoWork(index) {
+    if !operations[index].phase.hasEnded, operations[index].isLetGo || isFollowerOfLetGoWork(index) {
       return Released(garbage: Garbage(), drains: false, effects: handleGone(index, now: now))
     }
     precondition(
-      operations[index].queue == -1 && operations[index].worker == nil && !operations[index].runsExternally,
+      operations[index].queue == -1 && operations[index].phase.worker == nil
+        && !operations[index].phase.runsExternally,
       "Internal inconsistency: the handle of \(owner) was released while its queue still held it")
-    if operations[index].state.isTerminal {
+    if operations[index].phase.hasEnded {
       // The common case, an operation that ended.
       var effects = Effects()
       freeEnded(index, owner: owner, &effects)
@@ -75,7 +76,6 @@ extension Scheduler {
     if let body = operations[index].body.take() { garbage.releaseLater(body: body) }
     if let external = operations[index].external.take() { garbage.releaseLater(external: external) }
     if let error = operations[index].thrownError.take() { garbage.releaseLater(error: error) }
-    operations[index].readyStamp = nil
     operations[index].edgePositions = nil
     if !operations[index].dependents.isEmpty { operations[index].dependents = [] }
     if !operations[index].completionHandlers.isEmpty {
@@ -98,14 +98,12 @@ extension Scheduler {
   /// its outcome, the error it threw and weak references to its dependencies. O(1).
   mutating func freeEnded(_ index: Int, owner: OperationID, _ effects: inout Effects) {
     precondition(
-      operations[index].isLive && operations[index].id == owner && operations[index].state.isTerminal,
+      operations[index].isLive && operations[index].id == owner && operations[index].phase.hasEnded,
       "Internal inconsistency: operation record \(index) freed while not an ended operation of \(owner)")
-    operations[index].isLive = false
     freeOperations.append(index)
-    if let outcome = operations[index].outcome.take() { effects.garbage.releaseLater(outcome: outcome) }
-    if let error = operations[index].thrownError.take() { effects.garbage.releaseLater(error: error) }
-    if !operations[index].dependencies.isEmpty { operations[index].dependencies = [] }
-    if operations[index].edgePositions != nil { operations[index].edgePositions = nil }
+    let (outcome, error) = operations[index].free()
+    if let outcome { effects.garbage.releaseLater(outcome: outcome) }
+    if let error { effects.garbage.releaseLater(error: error) }
     // An end that freed the last record is judged at the end of its event, by `settle`, which
     // knows the time.
   }
@@ -220,8 +218,11 @@ extension Scheduler {
     let generation = queues[queue].generation
     for subscriber in queues[queue].subscribers { subscriber.finish(effects: &effects) }
     effects.garbage.releaseLater(queues[queue].subscribers)
-    queues[queue] = QueueRecord(
-      generation: generation, isLive: false, machine: QueueStartRule(limit: 1))
+    var freed = QueueRecord(generation: generation, isLive: false, machine: QueueStartRule(limit: 1))
+    // It stays where it is in the list of queues this event changed, which `settle` walks.
+    freed.isTouched = queues[queue].isTouched
+    freed.nextTouched = queues[queue].nextTouched
+    queues[queue] = freed
     freeQueues.append(queue)
   }
 }

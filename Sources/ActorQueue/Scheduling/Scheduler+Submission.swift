@@ -45,7 +45,10 @@ extension Scheduler {
   mutating func submitNew(
     _ handle: Handle, to queue: Int, now: () -> SchedulerInstant, _ effects: inout Effects
   ) -> Spawn? {
-    if let spawn = startOnIdle(handle, on: queue, now: now) { return spawn }
+    if let spawn = startOnIdle(handle, on: queue, now: now, &effects) {
+      assert(effects.isEmpty, "Internal inconsistency: an idle start recorded effects its caller skips")
+      return spawn
+    }
     enqueue(handle, into: queue, &effects)
     settle(now: now, &effects)
     return nil
@@ -60,7 +63,7 @@ extension Scheduler {
   ) {
     let index = handle.recordIndex
     for input in inputs {
-      if operations[index].state.isTerminal {
+      if operations[index].phase.hasEnded {
         // An input before this one failed and ended it: the rest are listed, not waited for.
         listInput(input, ofEnded: index)
       } else {
@@ -83,7 +86,7 @@ extension Scheduler {
       link(handle, to: index, part: .barrier, &effects)
     }
     enqueue(barrier, into: queue, &effects)
-    if !operations[index].state.isTerminal { queues[queue].barriers.append(index) }
+    if !operations[index].phase.hasEnded { queues[queue].barriers.append(index) }
     settle(now: now, &effects)
   }
 
@@ -93,13 +96,10 @@ extension Scheduler {
     operations[index].wasEnqueued = true
     // An operation that ended before it was added (cancelled, or an input it required failed)
     // has nothing left to do; it is accepted and stays as it is.
-    guard !operations[index].state.isTerminal else { return }
+    guard !operations[index].phase.hasEnded else { return }
     nextSubmission += 1
-    operations[index].order = nextSubmission
-    operations[index].queue = queue
-    operations[index].enqueuedHandle = handle
     let previous = queues[queue].append(index)
-    operations[index].previousInQueue = previous
+    operations[index].join(queue: queue, order: nextSubmission, handle: handle, previous: previous)
     if previous >= 0 { operations[previous].nextInQueue = index }
     if operations[index].external != nil { queues[queue].hasExternalWork = true }
     if !queues[queue].barriers.isEmpty { waitForBarriers(index, of: queue, &effects) }

@@ -33,21 +33,18 @@ extension Scheduler {
     _ index: Int, worker: Worker, queue: Int, outcome: OutcomeBox, yieldAfter: Bool,
     now: () -> SchedulerInstant, _ effects: inout Effects
   ) -> WorkerAction {
-    precondition(
-      operations[index].worker === worker,
-      "Internal inconsistency: a worker ended an operation it did not run")
-    let terminal = record(outcome, of: index)
-    operations[index].worker = nil
-    unlinkStarted(index, in: queue)
-    worker.setPauseRequested(false, in: pauses)
-    let taskCancelled = operations[index].taskCancelled
-    operations[index].taskCancelled = false
-    if operations[index].state == .executing {
+    switch operations[index].phase {
+    case .executing(.worker(let runner)) where runner === worker:
       queues[queue].machine.operationEnded()
-    } else {
+    case .paused(let body) where body.worker === worker:
       // Cancelled while paused: it ran to its end holding no slot.
       queues[queue].machine.slotlessOperationEnded()
+    default:
+      preconditionFailure("Internal inconsistency: a worker ended an operation it did not run")
     }
+    let terminal = record(outcome, of: index)
+    let taskCancelled = unlinkStarted(index, in: queue)
+    worker.setPauseRequested(false, in: pauses)
     if queues[queue].hasExcessRequests { touch(queue) }  // a freed slot may withdraw a request
     terminate(index, as: terminal, error: nil, &effects)
     // Dependents still to release in later slices may be this queue's: it claims nothing before.
@@ -85,10 +82,10 @@ extension Scheduler {
     _ effects: inout Effects
   ) {
     guard index < operations.count, operations[index].isLive, operations[index].id == id,
-      operations[index].runsExternally, !operations[index].state.isTerminal
+      operations[index].phase.runsExternally
     else { return }
     let queue = operations[index].queue
-    if !operations[index].isDetached {
+    if case .executing(.external) = operations[index].phase {
       queues[queue].machine.externalOperationEnded()
       touch(queue)
     }

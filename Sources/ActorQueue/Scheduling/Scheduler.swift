@@ -94,8 +94,11 @@ struct Scheduler: Sendable {
   /// Workers lingering on an idle queue (see ``LingerPolicy``): at most one in the process, so
   /// lingering never keeps more than one thread of the pool busy.
   var lingeringWorkers = 0
-  /// Queues changed by the current event, whose starts `settle` decides.
-  var touched: [Int] = []
+  /// Queues changed by the current event, whose starts `settle` decides, in the order they were
+  /// changed: a list threaded through their records (`QueueRecord.nextTouched`; -1: none), so
+  /// that marking one costs no array.
+  var firstTouched = -1
+  var lastTouched = -1
   /// Handles let go of by released operations while another thread releases a chain of them
   /// (see ``releaseOperation(_:owner:now:)``).
   var releaseBacklog: [Handle] = []
@@ -119,15 +122,10 @@ struct Scheduler: Sendable {
   }
 
   /// Whether the body of `index` started and is suspended at a checkpoint, holding no slot
-  /// (state `.paused`, or `.ready` once resumed while it waits for a slot). Reads stored fields
-  /// only: a computed property of a record, or optional chaining through one of its fields
-  /// (`operations[i].field?.x`), may copy the whole record (measured: it did, in `endOne`).
-  func isPausedInBody(_ index: Int) -> Bool {
-    operations[index].worker != nil
-      && (operations[index].state == .paused || operations[index].state == .ready)
-  }
+  /// (state `.paused`, or `.ready` once resumed while it waits for a slot).
+  func isPausedInBody(_ index: Int) -> Bool { operations[index].phase.isPausedInBody }
 
-  func state(of index: Int) -> OperationState { operations[index].state }
+  func state(of index: Int) -> OperationState { operations[index].phase.state }
   func priority(of index: Int) -> OperationPriority { operations[index].priority }
   func isCancelRequested(_ index: Int) -> Bool { operations[index].cancelRequested }
   func outcome(of index: Int) -> OutcomeBox? { operations[index].outcome }
@@ -179,7 +177,7 @@ struct Scheduler: Sendable {
 
   /// Registers a task waiting for `index` to end; `false` if it has ended already.
   mutating func addWaiter(_ continuation: CheckedContinuation<Void, Never>, to index: Int) -> Bool {
-    guard !operations[index].state.isTerminal else { return false }
+    guard !operations[index].phase.hasEnded else { return false }
     operations[index].waiters.append(continuation)
     return true
   }
@@ -197,14 +195,14 @@ struct Scheduler: Sendable {
   mutating func addCompletionHandler(_ handler: @escaping @Sendable (Outcome) -> Void, to index: Int)
     -> OutcomeBox?
   {
-    if operations[index].state.isTerminal, let outcome = operations[index].outcome { return outcome }
+    if operations[index].phase.hasEnded, let outcome = operations[index].outcome { return outcome }
     operations[index].completionHandlers.append(handler)
     return nil
   }
 
   /// Subscribes `channel` to `index`'s states: the current one first.
   mutating func subscribe(_ channel: EventChannel<OperationState>, to index: Int, _ effects: inout Effects) {
-    let state = operations[index].state
+    let state = operations[index].phase.state
     _ = channel.push(state, effects: &effects)
     if state.isTerminal {
       channel.finish(effects: &effects)
@@ -225,15 +223,27 @@ struct Scheduler: Sendable {
     let old = operations[index].priority
     guard old != priority else { return }
     operations[index].priority = priority
-    if operations[index].hasExtras, operations[index].leader >= 0, !operations[index].state.isTerminal {
+    if operations[index].extrasBox != nil, operations[index].leader >= 0, !operations[index].phase.hasEnded {
       raiseLeaderPriority(operations[index].leader)  // its own priority only says what it asks for
       return
     }
-    if let stamp = operations[index].readyStamp {
-      let queue = operations[index].queue
-      operations[index].readyStamp = queues[queue].machine.reprioritize(
-        index, stamp: stamp, order: operations[index].order, from: old, to: priority)
+    guard let stamp = operations[index].phase.stamp else { return }
+    let moved = queues[operations[index].queue].machine.reprioritize(
+      index, stamp: stamp, order: operations[index].order, from: old, to: priority)
+    var effects = Effects()  // the state stays: nobody to tell
+    switch operations[index].phase {
+    case .ready: transition(index, to: .ready(stamp: moved), claimed: true, &effects)
+    case .paused(var body):
+      body.stamp = moved
+      transition(index, to: .paused(body), claimed: true, &effects)
+    case .resumed(var body):
+      body.stamp = moved
+      transition(index, to: .resumed(body), claimed: true, &effects)
+    case .pending, .executing, .detached, .following, .ended, .modifying:
+      preconditionFailure(
+        "Internal inconsistency: \(operations[index].id) has a place in the ready set in no ready phase")
     }
+    assert(effects.isEmpty, "Internal inconsistency: re-sorting recorded effects")
   }
 
   /// Changes the limit (validated by the caller). Raising it may start operations at once.
@@ -274,25 +284,6 @@ struct Scheduler: Sendable {
       return true
     }
     if !dropped.isEmpty { effects.garbage.releaseLater(dropped) }
-  }
-
-  /// Moves `index` to a non-terminal `newState` and tells its subscribers and its queue's.
-  mutating func transition(_ index: Int, to newState: OperationState, _ effects: inout Effects) {
-    operations[index].state = newState
-    // Who hears of it, out of line: most operations have no subscriber and no follower, and
-    // the code that tells them would make every transition set up its generic types.
-    if !operations[index].subscribers.isEmpty { pushState(of: index, newState, &effects) }
-    if operations[index].hasExtras, operations[index].hasFollowers {
-      mirrorToFollowers(index, newState, &effects)
-    }
-    let queue = operations[index].queue
-    if queue >= 0, !queues[queue].subscribers.isEmpty { emitState(of: index, newState, in: queue, &effects) }
-  }
-
-  /// Pushes `index`'s new state to its subscribers; drops those whose stream has ended.
-  @inline(never)
-  private mutating func pushState(of index: Int, _ newState: OperationState, _ effects: inout Effects) {
-    operations[index].subscribers.removeAll { !$0.push(newState, effects: &effects) }
   }
 
 }

@@ -324,6 +324,12 @@ private final class RealRun {
     }
     fence.isSuspended.toggle()
     fenceCount += 1
+    // Every phase of the process agrees with the ready sets, slots and started bodies (other
+    // tests' events may be between slices: only what each single hold keeps in step is checked).
+    let phases = Engine.read { PhaseCheck.problems(in: $0, settled: false) }
+    if !phases.isEmpty {
+      return ScriptFailure(step: index, message: "after \(step): phases disagree: \(phases.prefix(4))")
+    }
     if checkFreeingEachStep, expectation != .skip, let failure = await checkFreed(since: terminalBefore) {
       return ScriptFailure(step: index, message: "after \(step): \(failure)")
     }

@@ -122,6 +122,11 @@ private struct ValueRun {
     if expectation != .skip, let problem = quiesce() {
       return ScriptFailure(step: index, message: "after \(step): \(problem)")
     }
+    // Every phase agrees with the ready sets, slots and started bodies.
+    let phases = PhaseCheck.problems(in: harness.scheduler, settled: true)
+    if !phases.isEmpty {
+      return ScriptFailure(step: index, message: "after \(step): phases disagree: \(phases.prefix(4))")
+    }
     // Every free record is as `Scheduler.reuse` assumes.
     let notReset = FreeRecordCheck.fieldsNotReset(in: harness.scheduler)
     if !notReset.isEmpty {
@@ -508,7 +513,8 @@ struct ValueRandomScriptTests {
         + "\(ValueExecutor.checkedCycles.load(ordering: .relaxed)) refused cycles were real cycles of the model "
         + "(\(ValueExecutor.checkedCyclesThroughSharedWork.load(ordering: .relaxed)) through shared work); "
         + "\(ValueExecutor.interleavedSteps.load(ordering: .relaxed)) steps ran between the slices of another; "
-        + "\(FreeRecordCheck.checkedRecords.load(ordering: .relaxed)) free records were as reuse assumes"
+        + "\(FreeRecordCheck.checkedRecords.load(ordering: .relaxed)) free records were as reuse assumes; "
+        + "\(PhaseCheck.checkedRecords.load(ordering: .relaxed)) live records' phases agreed with their queues"
     )
   }
 }

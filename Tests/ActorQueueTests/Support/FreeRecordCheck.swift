@@ -1,4 +1,5 @@
 import Synchronization
+
 @testable import ActorQueue
 
 /// `Scheduler.reuse` sets a few fields of a free record and assumes the rest are at their

@@ -1,0 +1,82 @@
+import Synchronization
+
+@testable import ActorQueue
+
+/// Each operation's phase against what the rest of the scheduler value keeps in step with it:
+/// every queue's ready set, its count of paused bodies in it, its slots and its list of started
+/// bodies. Each problem names the queue or record and what disagrees.
+enum PhaseCheck {
+  /// Records checked so far (the random testers print it).
+  static let checkedRecords = Atomic<Int>(0)
+
+  /// `settled`: no event is between its slices (the value tester after a step's bulk work is
+  /// done), so an enqueued pending operation must wait for something.
+  static func problems(in scheduler: Scheduler, settled: Bool) -> [String] {
+    var problems: [String] = []
+    var stamps: [Int: Set<ReadyStamp>] = [:]
+    var pausedInReady: [Int: Int] = [:]
+    var slots: [Int: Int] = [:]
+    var started: [Int: Set<Int>] = [:]
+    var checked = 0
+    for (index, record) in scheduler.operations.enumerated() where record.isLive {
+      checked += 1
+      let queue = record.queue
+      func problem(_ text: String) { problems.append("record \(index) (\(record.phase)): \(text)") }
+      switch record.phase {
+      case .modifying:
+        problem("seen while its payload changes")
+      case .ended:
+        if queue >= 0 { problem("ended, still in queue \(queue)") }
+      case .following:
+        if record.leader < 0 { problem("follows no coalesced work") }
+        if queue >= 0 { problem("a caller's handle in queue \(queue)") }
+      case .pending:
+        if settled, queue >= 0, record.unfinishedDependencies == 0, !record.pauseHeld {
+          problem("pending in queue \(queue), waiting for nothing")
+        }
+      case .ready, .executing, .detached, .paused, .resumed:
+        if queue < 0 { problem("in no queue") }
+        if case .ready = record.phase, record.unfinishedDependencies > 0 {
+          problem("ready with \(record.unfinishedDependencies) unfinished dependencies")
+        }
+      }
+      if case .resumed(let body) = record.phase, body.stamp == nil {
+        problem("resumed, not in the ready set")
+      }
+      if record.phase.isPausedInBody, record.phase.worker == nil { problem("a paused body with no worker") }
+      guard queue >= 0 else { continue }
+      if let stamp = record.phase.stamp, !stamps[queue, default: []].insert(stamp).inserted {
+        problem("shares ready stamp \(stamp)")
+      }
+      if record.phase.isPausedInReady { pausedInReady[queue, default: 0] += 1 }
+      if case .executing = record.phase { slots[queue, default: 0] += 1 }
+      if record.phase.worker != nil { started[queue, default: []].insert(index) }
+    }
+    checkedRecords.add(checked, ordering: .relaxed)
+    for (queue, record) in scheduler.queues.enumerated() where record.isLive {
+      let ready = stamps[queue]?.count ?? 0
+      if record.machine.readyCount != ready {
+        problems.append(
+          "queue \(queue): \(record.machine.readyCount) in the ready set, \(ready) phases with a stamp")
+      }
+      if record.pausedInReady != pausedInReady[queue, default: 0] {
+        problems.append(
+          "queue \(queue): pausedInReady \(record.pausedInReady), \(pausedInReady[queue, default: 0]) phases")
+      }
+      if record.machine.executing != slots[queue, default: 0] {
+        problems.append(
+          "queue \(queue): \(record.machine.executing) slots held, \(slots[queue, default: 0]) phases executing"
+        )
+      }
+      var listed = Set<Int>()
+      var index = record.firstStarted
+      while index >= 0, listed.insert(index).inserted { index = scheduler.operations[index].nextStarted }
+      if listed != started[queue, default: []] {
+        problems.append(
+          "queue \(queue): started list \(listed.sorted()), bodies with a worker \(started[queue, default: []].sorted())"
+        )
+      }
+    }
+    return problems
+  }
+}

@@ -230,14 +230,8 @@ public actor ActorQueue {
   ) -> QueueOperation<Success> {
     let index = index
     // The handle is created with its record, in the same critical section as its submission
-    // (one lock per addOperation); its type is looked up once, out here. Tried and dropped:
-    // deferring the submission while the queue is full (a lock-free list that the next holder of
-    // the lock submits first). The submitter then met no worker in the lock (100,000 trivial ops
-    // at limit 4 added from the main thread: 151–155 ms against 178–185), but creating the
-    // records moved onto the workers, the bottleneck of a full queue: the bench's 2 µs rows got
-    // 5–8% slower (serial 301–312 ms against 285–288), the trivial ones no faster.
-    // An idle queue's worker is started here, not through the effects (see
-    // `Scheduler.submitNew`).
+    // (one lock per addOperation); its type is looked up once, out here. An idle queue's worker
+    // is started here, not through the effects (see `Scheduler.submitNew`).
     var effects = SchedulerEffects()
     let (operation, spawn) = Engine.scheduler.withLock { scheduler in
       let id = OperationID()

@@ -62,9 +62,9 @@ extension ActorQueue {
   ///   unfinished; this breaks a dependency cycle as it does there); a new `queuePriority`
   ///   re-sorts it. Foundation notifies only an operation's own `OperationQueue` of these
   ///   changes, so the adapter polls waiting operations from one thread of its own: a change is
-  ///   noticed within 4 ms while fewer than a few thousand operations wait (measured on two
-  ///   busy cores: 4.0 ms median, 4.8 ms at the 90th percentile, rare outliers of tens of ms
-  ///   when the machine is overloaded). The pause grows with the number watched, keeping the
+  ///   noticed within about 4 ms while fewer than a few thousand operations wait (later when
+  ///   the machine is overloaded; measured figures are in ActorQueue's Performance article).
+  ///   The pause grows with the number watched, keeping the
   ///   poller under about 5% of one core; one waiting operation costs about 1% of a core while
   ///   nothing changes, and when no legacy operation waits the poller sleeps and costs nothing.
   ///   Dependencies finishing are learned at once, without polling. A ready operation added to an unlimited queue that
@@ -90,10 +90,9 @@ extension ActorQueue {
   ///   forever, exactly as it would keep an `OperationQueue` slot; use
   ///   ``addOperation(legacy:timeout:)`` to bound that.
   ///
-  /// Cost: about 2.1–3.2 µs per trivial operation (release build, two Linux cores), about what
-  /// running it in an `OperationQueue` directly costs (0.78–1.18x, measured in the same runs by
-  /// the bench's `adapter` rows):
-  /// a `QueueOperation` and a hop to one of the adapter's threads, so that a blocking `main()`
+  /// Cost: about what running it in an `OperationQueue` directly costs (the bench's `adapter`
+  /// rows compare them in one run; ActorQueue's Performance article quotes a run): a
+  /// `QueueOperation` and a hop to one of the adapter's threads, so that a blocking `main()`
   /// cannot stall Swift tasks; an operation still unfinished when `start()` returns also gets a
   /// sentinel `Operation`. No Swift task runs or waits for it: it is started on the thread that
   /// gave it its slot, and a thread of the adapter's that runs out of work watches for more for

@@ -16,8 +16,7 @@ struct Spawn: Sendable {
 ///
 /// An operation's end lets go of its handle and its outcome: those two have slots of their own;
 /// everything else is kept out of line (`more`), so that releasing the common garbage costs two
-/// releases and a test, not one release per kind of value (measured: destroying the inline form
-/// was about a tenth of an operation's cost).
+/// releases and a test, not one release per kind of value.
 struct Garbage: Sendable {
   private struct More: Sendable {
     var handles: [Handle]?
@@ -141,12 +140,7 @@ struct SchedulerEffects: Sendable {
   /// The first worker to start, kept inline: an idle queue's start records this and nothing
   /// else. As a list it cost that start an array (an allocation on the submitting thread, whose
   /// allocator cache is empty since workers free on theirs, and a free on another) and the
-  /// list's generic code. Measured with callgrind's cache simulator, caches flushed before each
-  /// call (what a request arriving every few milliseconds meets on a busy machine): an idle
-  /// queue's `addOperation` missed the last-level cache 614 times per call with the list, 552
-  /// with this slot; 9,003 instructions against 7,002. (Two earlier tries timed it instead, the
-  /// first while a `Spawn` held a resilient `ContinuousClock.Instant`, which made every test
-  /// of an inline slot a value-witness call; the second saw nothing through the bench's noise.)
+  /// list's generic code.
   private var firstSpawn: Spawn?
   /// An operation was made ready on a queue whose worker lingers: wake it.
   var wakeLingerer = false
@@ -268,10 +262,9 @@ struct SchedulerEffects: Sendable {
     if wakeLingerer { Engine.lingererWake.store(true, ordering: .releasing) }
     // Most events (an operation added to a busy queue; one ended and the next claimed) record
     // no list: what they let go of is released with `self`, which the caller drops right after
-    // this returns, before anything else happens on this thread. Moving the lists out and
-    // resetting the garbage cost such an event about 100 instructions (callgrind).
-    // A tag test: `take()` here copied the whole slot out on every event (callgrind: 38
-    // instructions per operation).
+    // this returns, before anything else happens on this thread: moving the lists out and
+    // resetting the garbage would cost every event. A tag test, since `take()` would copy the
+    // whole slot out.
     if case .some = firstSpawn { startWorkers() }
     if case .none = lists { return }
     let lists = lists.take()

@@ -106,8 +106,7 @@ enum Engine {
 /// The address of the calling task's runtime object (0 outside a task): its identity, exact and
 /// stable while it runs. `UnsafeCurrentTask` is a reference to that object and nothing else (its
 /// `==` compares the references), but it exposes no identity except `hashValue`, whose hashing
-/// cost every worker's start about 24 last-level cache misses with cold caches (callgrind's cache
-/// simulator), more than a tenth of an idle queue's start; the address is read instead.
+/// touches code an idle queue's start otherwise never fetches; the address is read instead.
 /// `unsafeBitCast` checks that the sizes agree, so a future layout with more fields traps
 /// instead of comparing the wrong bits.
 @inline(__always)
@@ -126,12 +125,10 @@ struct CheckpointContext: Sendable {
 /// with.
 ///
 /// Its own small lock (not the scheduler's): attaching the task right after it was created
-/// never contends with the scheduler's lock, which the new task itself takes at once (measured:
-/// that contention cost an idle queue a second thread wake-up per operation). An inline spin
+/// never contends with the scheduler's lock, which the new task itself takes at once (that
+/// contention would cost an idle queue a second thread wake-up per operation). An inline spin
 /// lock, not a mutex of its own: a worker is made on every start of an idle queue, and a
-/// `LockedValue` cost an allocation and a mutex initialisation there (measured: an idle start
-/// after 10 ms of quiet spent about 10 µs making the worker, most of it in its two
-/// allocations). `Synchronization.Mutex` would be inline too, but its contended hand-over is
+/// `LockedValue` costs an allocation and a mutex initialisation there. `Synchronization.Mutex` would be inline too, but its contended hand-over is
 /// invisible to ThreadSanitizer on Linux (see `LockedValue`), and this lock does contend: the
 /// new task takes its first step while the thread that created it attaches the task handle.
 final class Worker: Sendable {
@@ -234,9 +231,8 @@ final class Worker: Sendable {
   /// same core. Only a task that ran before that reads its own address here.
   ///
   /// Why not always read it here: the task's address comes from the runtime's thread-local
-  /// current task, and that lookup was measured on an idle queue's start, after 10 ms of quiet,
-  /// at about 4 µs between the task's entry and its first step (medians of 300 starts), a tenth
-  /// of the start.
+  /// current task, a lookup that is a noticeable part of an idle queue's start with cold caches
+  /// (the Performance article has the figure).
   func takeFirst() -> WorkerAction? {
     let (first, attached) = withHandle { handle in (handle.first.take(), handle.task != nil) }
     if !attached { bindToCurrentTask() }
@@ -284,8 +280,8 @@ extension Engine {
   /// worker), and the first step is moved into the worker, not copied: each copy of a
   /// `WorkerAction` was an outlined copy of its payload and a generic metadata lookup. Both count
   /// on an idle queue, whose every start comes here with cold caches (see
-  /// `SchedulerEffects.firstSpawn`). (Passing the method `worker.run` instead of a closure was
-  /// measured too: Swift then allocates two contexts, not one.)
+  /// `SchedulerEffects.firstSpawn`). (Passing the method `worker.run` instead of a closure would
+  /// allocate two contexts, not one.)
   ///
   /// The task is created throwing although its closure never throws: a non-throwing task's
   /// closure reaches the runtime through two reabstraction thunks (to a throwing closure with an

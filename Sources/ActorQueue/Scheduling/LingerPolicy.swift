@@ -2,9 +2,8 @@
 /// lengths of the queue's idle spells, that learns whether lingering pays.
 ///
 /// Starting an operation on an idle queue means waking a thread of the pool, and a thread that
-/// has gone to sleep takes tens of microseconds to wake (measured on the bench's two-core
-/// virtual machine: 40–100 µs add→start for a bare `Task.detached`, against 3 µs when a thread
-/// is still running). A worker that lingers keeps its thread running for at most ``window``,
+/// has gone to sleep takes tens of microseconds to wake, a running one a few (the Performance
+/// article has the figures). A worker that lingers keeps its thread running for at most ``window``,
 /// yielding to other work between polls, and starts the next operation at once if it arrives
 /// meanwhile. Lingering costs CPU time when nothing arrives, so a queue lingers only while its
 /// last idle spell was shorter than half the window: work came back quickly and will most

@@ -43,15 +43,18 @@ struct DependentEntry: Sendable {
 struct OperationRecord: Sendable {
   /// The identifier of the handle this record belongs to.
   var id: OperationID
-  /// `false` while the index is free.
-  var isLive = true
   var name: String?
   /// Where the operation is (see ``Phase``): written only by `Scheduler.transition(_:to:_:)`.
   fileprivate(set) var phase = Phase.pending
+  // One-byte fields follow `phase` and `body`, in the bytes their payloads leave after them.
   var priority: OperationPriority
+  /// `false` while the index is free.
+  var isLive = true
   var cancelRequested = false
   var wasEnqueued = false
   var isBarrier = false
+  /// The worker's task was asked to cancel: the worker must not run another operation.
+  var taskCancelled = false
   /// The queue's index while enqueued and unfinished; -1 otherwise.
   var queue = -1
   /// Submission order (one counter for every queue): the tie-break among ready operations.
@@ -67,10 +70,24 @@ struct OperationRecord: Sendable {
   var nextStarted = -1
   /// The body, until a worker claims it or the operation ends without running.
   var body: OperationBody?
+  /// `pause()` was called and `resume()` not since: a waiting operation is held (it does not
+  /// become ready); an executing one pauses at its body's next checkpoint and stays paused.
+  var pauseHeld = false
+  /// Asked to pause at its next checkpoint because the limit was lowered with the excess
+  /// paused; once paused, it competes for a slot again by itself.
+  var excessPaused = false
+  /// An ended dependent keeps a weak reference to this operation's handle: its record is freed
+  /// only by the handle's `deinit` (see `Scheduler.endOne`).
+  var isWeaklyReferenced = false
+  /// Held by `pause()` in a released queue, the queue let go of its reference (of its callers'
+  /// handles, for coalesced work): only references outside the queue keep it, and the last
+  /// handle's `deinit` cancels it if it is still held (see `Scheduler.letGo(_:_:)`).
+  var isLetGo = false
+  /// Its handle was deinitialised before it ended (it had been let go of): the record is freed
+  /// at its end.
+  var isHandleGone = false
   /// External work instead of a body, until the operation ends.
   var external: (any ExternalWork)?
-  /// The worker's task was asked to cancel: the worker must not run another operation.
-  var taskCancelled = false
   var dependencies: [DependencyEdge] = []
   /// The position of each dependency's edge in `dependencies`, once there are many of them (a
   /// fan-in), so that adding the next edge does not scan them all; rebuilt after a removal.
@@ -88,28 +105,12 @@ struct OperationRecord: Sendable {
   var completionHandlers: [@Sendable (Outcome) -> Void] = []
   var waiters: [CheckedContinuation<Void, Never>] = []
   var subscribers: [EventChannel<OperationState>] = []
-  /// `pause()` was called and `resume()` not since: a waiting operation is held (it does not
-  /// become ready); an executing one pauses at its body's next checkpoint and stays paused.
-  var pauseHeld = false
-  /// Asked to pause at its next checkpoint because the limit was lowered with the excess
-  /// paused; once paused, it competes for a slot again by itself.
-  var excessPaused = false
   /// The order in which operations started (one counter for every queue): excess pausing
   /// pauses the most recently started first among equal priorities.
   var startOrder: UInt64 = 0
   /// What only coalesced work and its callers' handles need, out of line: an operation that
   /// does not coalesce carries one null reference (see ``extras``).
   private(set) var extrasBox: ExtrasBox?
-  /// An ended dependent keeps a weak reference to this operation's handle: its record is freed
-  /// only by the handle's `deinit` (see `Scheduler.endOne`).
-  var isWeaklyReferenced = false
-  /// Held by `pause()` in a released queue, the queue let go of its reference (of its callers'
-  /// handles, for coalesced work): only references outside the queue keep it, and the last
-  /// handle's `deinit` cancels it if it is still held (see `Scheduler.letGo(_:_:)`).
-  var isLetGo = false
-  /// Its handle was deinitialised before it ended (it had been let go of): the record is freed
-  /// at its end.
-  var isHandleGone = false
 
   init(id: OperationID, name: String?, priority: OperationPriority, work: OperationWork) {
     self.id = id
@@ -511,8 +512,18 @@ extension Scheduler {
     }
     let state = new.state
     guard state != old.state else { return }
-    // Who hears of it, out of line: most operations have no subscriber and no follower, and
-    // the code that tells them would make every transition set up its generic types.
+    if !operations[index].subscribers.isEmpty || operations[index].extrasBox != nil
+      || (queue >= 0 && !queues[queue].subscribers.isEmpty)
+    {
+      tell(index, state, in: queue, &effects)
+    }
+  }
+
+  /// Tells `index`'s subscribers, its followers and its queue's subscribers its new state; on
+  /// an end, the last state each hears (followers end on their own). Out of line: most
+  /// operations have no one to tell, and its code would make every transition longer to fetch.
+  @inline(never)
+  private mutating func tell(_ index: Int, _ state: OperationState, in queue: Int, _ effects: inout Effects) {
     if state.isTerminal {
       if !operations[index].subscribers.isEmpty { finishSubscribers(of: index, state, &effects) }
     } else {
@@ -525,7 +536,6 @@ extension Scheduler {
   }
 
   /// Pushes `index`'s new state to its subscribers; drops those whose stream has ended.
-  @inline(never)
   private mutating func pushState(of index: Int, _ newState: OperationState, _ effects: inout Effects) {
     operations[index].subscribers.removeAll { !$0.push(newState, effects: &effects) }
   }

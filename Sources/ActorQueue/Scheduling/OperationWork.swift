@@ -5,10 +5,8 @@ typealias Outcome = Result<any Sendable, any Error>
 /// body returned), moved and released as one pointer. A body that returned `()` needs no box
 /// (a null reference: nothing allocated, and nothing to count, since retaining or releasing it
 /// writes no memory); every operation cancelled before its body returned shares one box.
-///
-/// Measured: a box per `()` outcome was about 4% of the bench's independent trivial rows; one
-/// box shared by them all made every worker thread write its reference count, a cache line
-/// that moved between the cores for each operation (limit 4, two threads).
+/// (One box shared by every `()` outcome would make every worker write its reference count, a
+/// cache line moving between the cores for each operation.)
 struct OutcomeBox: Sendable {
   /// `nil`: the body returned `()`.
   private let box: Box?
@@ -53,9 +51,8 @@ struct OutcomeBox: Sendable {
 /// generic code.
 enum OperationBody: Sendable {
   /// A body that returns `()` and cannot throw, kept as it was given: no wrapper closure to
-  /// allocate, no reabstraction thunks between the worker and the body (measured: a
-  /// `() async -> Void` value given to the generic `addOperation` cost three closure contexts
-  /// and three async frames per operation), and nothing to box when it returns.
+  /// allocate, no reabstraction thunks between the worker and the body, and nothing to box when
+  /// it returns.
   case void(@Sendable () async -> Void)
   /// Any other body, wrapped to return its value already boxed as the outcome (see
   /// ``OperationWork/typed(_:)``).

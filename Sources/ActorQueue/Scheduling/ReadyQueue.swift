@@ -104,8 +104,7 @@ struct ReadyQueue<Element> {
   private var lanes = [Lane](repeating: Lane(), count: OperationPriority.allCases.count)
   /// The only live entry, and the rank of its lane, while there is exactly one and it arrived
   /// when there was none (every lane then holds no live entry). Counted in `count`, not in a
-  /// lane's `live`. Measured with a cache simulator, caches flushed before each call: an idle
-  /// queue's `addOperation` missed the last-level cache 505 times through the lanes, 490 with this.
+  /// lane's `live`. An idle queue's start then touches no lane.
   private var solo: (entry: Entry, rank: Int)?
   private var marked: Set<Stamp> = []
   private var nextStamp: Stamp = 0

@@ -193,9 +193,7 @@ extension Scheduler {
   }
 
   // MARK: The parts of an end that most operations skip, kept out of `endOne`'s line: its fast
-  // path then sets up no generic types (counted with callgrind, with `transition` treated the
-  // same way: about 225 fewer instructions per operation, of 4,500 for adding, running and
-  // ending one).
+  // path then sets up no generic types.
 
   /// Stores the outcome of an operation that ends without its work having run.
   @inline(never)

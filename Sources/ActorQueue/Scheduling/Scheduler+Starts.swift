@@ -20,8 +20,7 @@ extension Scheduler {
     while firstTouched >= 0 {
       let queue = takeFirstTouched()
       // The rare cases are out of line, so that the common path (an idle queue's start, above
-      // all) is compact: with cold caches, what a start costs is the cache lines it touches, and
-      // with them inline the whole of this function was touched (callgrind's cache simulator).
+      // all) is compact: with cold caches, what a start costs is the cache lines it touches.
       if queues[queue].hasExcessRequests || queues[queue].pausedInReady > 0 || queues[queue].hasExternalWork {
         startWithoutWorkers(queue, &effects)
       }
@@ -42,8 +41,7 @@ extension Scheduler {
       }
     }
     // An end that freed the last record leaves every record free: the storage is judged. Tested
-    // here rather than in the call, which costs every event a call (callgrind: 43 instructions
-    // per `addOperation`).
+    // here, not in the callee, so that the common event makes no call.
     if freeOperations.count == operations.count { judgeStorageIfAllFree(now: now) }
     if sliceWork > 0 || hasBulk { endSlice(&effects) }
   }
@@ -198,12 +196,8 @@ extension Scheduler {
   ///
   /// Why a second path: the general one goes through about fifteen functions (the ready set, the
   /// start rule, the transitions and their notifications), each a few cache lines of code and
-  /// data that a start after a quiet spell must fetch from memory. Measured with callgrind's
-  /// cache simulator, caches flushed before each call: an idle queue's `addOperation` missed the
-  /// last-level cache 483 times per call before, 414–429 after (the scheduler's own code: 155 →
-  /// about 106). Timed after 10 ms of quiet, one start per system in turn (this queue,
-  /// `OperationQueue`, `Task.detached`), medians of 300 starts each: about 3 µs less per start.
-  /// Both paths are checked against the reference model by the random scripts, and the
+  /// data that a start after a quiet spell must fetch from memory (figures in the Performance
+  /// article). Both paths are checked against the reference model by the random scripts, and the
   /// scheduler tests' harness submits through this one, as `addOperation` does.
   mutating func startOnIdle(
     _ handle: Handle, on queue: Int, now: () -> SchedulerInstant, _ effects: inout Effects

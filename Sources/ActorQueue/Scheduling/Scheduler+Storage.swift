@@ -15,9 +15,8 @@ extension Scheduler {
       operations[index].reuse(id: id, name: name, priority: priority, work: work)
       return index
     }
-    // A new slot is appended empty and filled in place, as a freed one is: appending a record
-    // built for it copied the whole record through its value witness, then destroyed the
-    // original (callgrind: about 345 instructions more per record appended).
+    // A new slot is appended empty and filled in place, as a freed one is: a record built for
+    // it would be copied through its value witness, then destroyed.
     operations.append(OperationRecord.vacant)
     let index = operations.count - 1
     operations[index].reuse(id: id, name: name, priority: priority, work: work)
@@ -120,23 +119,19 @@ extension Scheduler {
   /// since then or ``storageWindow`` has passed; until then it is judged again at the next such
   /// moment. Memory follows the recent peak of live operations, not the largest burst ever seen,
   /// and a workload that repeats bursts of one size keeps its storage instead of growing it again
-  /// each time (measured: regrowing the storage for 100,000 operations cost about 30 ms of CPU, a
-  /// third of running them, most of it copying and page faults under the lock). Not judged on
-  /// less work or time, because every record is also free for a moment whenever the workers
-  /// catch up with a burst that is still being added: judged at such a moment, on the few
-  /// operations since the last one, the storage was given back in the middle of the burst and
-  /// grown again at once (counted with callgrind: three rounds of 100,000 trivial operations at
-  /// limit 4 regrew it from nothing in every round, copying and destroying a record per
-  /// operation, and cost 13% more instructions). O(1) amortised: every record dropped was added by
+  /// each time (regrowing it is copying and page faults under the lock). Not judged on less work
+  /// or time, because every record is also free for a moment whenever the workers catch up with
+  /// a burst that is still being added: judged then, the storage would be given back in the
+  /// middle of the burst and grown again at once. The Performance article has the figures.
+  /// O(1) amortised: every record dropped was added by
   /// an operation that found no free one, and the free list is rebuilt only after a quarter of
   /// the storage was in use at once since the last judgement, which took that many new
   /// operations.
   ///
   /// Kept after a burst, the free records are handed out again from the lowest index up (the
   /// free list is rebuilt in order, once per burst that used a quarter of the storage or more):
-  /// left in the order the burst freed them, the next work's records were scattered over the
-  /// whole storage (measured: 10,000 legacy operations after a 100,000-operation burst took
-  /// 30–38 ms instead of 18–22 ms).
+  /// left in the order the burst freed them, the next work's records would be scattered over the
+  /// whole storage.
   @inline(never)
   mutating func judgeStorageIfAllFree(now: () -> SchedulerInstant) {
     guard freeOperations.count == operations.count else { return }

@@ -2,35 +2,54 @@
 //
 // Where a reader starts:
 // - `Scheduler` (this file) holds every scheduling decision's state: a record per operation
-//   (state, priority, submission order, its queue and place in it, its dependency edges with their
-//   requirement, the unfinished-dependency count, its ready stamp, its work until claimed, its
-//   outcome, handlers, waiters and subscribers) and a record per queue (the start rule in
-//   `QueueStartRule`: ready set, limit, suspension, slots and worker accounting; the
-//   unfinished operations in submission order; its unfinished barriers; its linger policy). It
-//   lives in one lock (`Engine.scheduler`), so no scheduling field is reachable without it.
+//   (`OperationRecord.swift`: its phase, priority, submission order, its queue and place in it,
+//   its dependency edges with their requirement, the unfinished-dependency count, its work until
+//   claimed, its outcome, handlers, waiters and subscribers) and a record per queue
+//   (`QueueRecord.swift`: the start rule in `QueueStartRule`, with its ready set, limit,
+//   suspension, slots and worker accounting; the unfinished operations in submission order; its
+//   unfinished barriers; its linger policy). It lives in one lock (`Engine.scheduler`), so no
+//   scheduling field is reachable without it. What an operation runs is in `OperationWork.swift`
+//   and `ExternalWork.swift` (the adapter's seam); records are created and freed in
+//   `Scheduler+Storage.swift`.
+// - Where an operation is, is one field: its `Phase`. `pending` (not in a queue, waiting for a
+//   dependency, or held by `pause()`); `ready(stamp:)` (in the ready set); `executing` on a
+//   worker's task or as external work, holding a slot; `detached` (a legacy operation cancelled
+//   while waiting, its work started without a slot, still reading as the state it waited in);
+//   `paused` and `resumed` (a started body without a slot, with its worker, the tasks waiting at
+//   a checkpoint, and its stamp while it competes for a slot); `following` (a caller's handle to
+//   coalesced work); `ended`. Its observable `OperationState` is derived. `transition` is the
+//   only writer (`phase` is `fileprivate(set)` in its file): it keeps the ready set and the count
+//   of paused bodies in it in step, and tells the subscribers when the derived state changes.
+//   A payload is changed in place by swapping (`modifyPauseWaiters`, as NIO's `.modifying`).
+//   Beside the phase, a record keeps requests, not places: `cancelRequested`, `pauseHeld`,
+//   `excessPaused`, `taskCancelled`. The random testers check every phase against the queues
+//   after each step (`PhaseCheck`).
 // - Each event is one `mutating` method that records into a `SchedulerEffects` value what to do
 //   once the lock is released (start worker tasks, resume waiters and event consumers, run
 //   completion handlers, cancel tasks, start or cancel external work, and release whatever the
 //   user gave us); a worker's events also return its next `WorkerAction`. The value performs
 //   no effect and runs no user code; `Engine` performs the effects. (The effects are an `inout`
 //   parameter rather than a return value only because the value is large and is then never
-//   copied; it is the same contract.)
-// - Starts are decided once per event, at its end (`settle`): an event changes the ready sets
-//   first (a batch is submitted whole, every cancellation of `cancelAllOperations()` is done)
-//   and only then are operations claimed and workers asked for. So a batch is scheduled by
-//   priority, and nothing that the same event is about to cancel can start. One shortcut: an
-//   operation added alone to an idle queue, where nothing else could happen in that event, is
-//   enqueued and claimed for a new worker in one step (`startOnIdle`), to the same outcome.
+//   copied; it is the same contract.) An event takes `now:` and ends in `settle`; a helper it
+//   calls never settles and never shares an event's name (`cancelOne`, `pauseOne`, `resumeOne`).
+// - Starts are decided once per event, at its end (`settle`), all in `Scheduler+Starts.swift`:
+//   an event changes the ready sets first (a batch is submitted whole, every cancellation of
+//   `cancelAllOperations()` is done) and only then are operations claimed and workers asked for.
+//   So a batch is scheduled by priority, and nothing that the same event is about to cancel can
+//   start. One shortcut: an operation added alone to an idle queue, where nothing else could
+//   happen in that event, is enqueued and claimed for a new worker in one step (`startOnIdle`),
+//   to the same outcome; it records no effect (asserted), and the random tester on the value
+//   checks both paths against its model.
 // - Time is an input: the events that may decide about lingering take `now`, a
 //   `SchedulerInstant` (integer nanoseconds of the monotonic clock: cheap to read and compare
-//   on an idle queue's start, where `ContinuousClock` cost about 3 µs); tests drive it
-//   (`SchedulerTests`, and the random tester on the value).
+//   on an idle queue's start); tests drive it (`SchedulerTests`, and the random tester on the
+//   value).
 // - Pausing (`Scheduler+Pause.swift`) and coalescing (`Scheduler+Coalescing.swift`) are events
 //   of the same value. A paused body is an operation whose worker task waits at a checkpoint,
 //   holding no slot; given a slot again, it continues on that task (no worker is started for
 //   it). Coalesced work is one operation of its queue; each caller's handle is a record that
-//   follows it. Their fields live out of line (`OperationExtras`), so an operation that does
-//   neither pays one `nil` for them.
+//   follows it. Coalescing's fields live out of line (`OperationExtras`, in a copy-on-write
+//   box), so an operation that does not coalesce pays one null reference for them.
 //
 // Design choices:
 // - Dense indices. An operation's record is created with its handle (`AnyQueueOperation`) and

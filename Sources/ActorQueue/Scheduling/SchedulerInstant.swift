@@ -20,10 +20,8 @@
 /// pays on every operation, with cold caches and cold address translations. `ContinuousClock`
 /// reads the time through the runtime (`swift_get_time`) and builds a `Duration`; the policy's
 /// arithmetic on it is 128-bit and out of line (both types are resilient), in further pages of the
-/// standard library. Measured after 10 ms of quiet, one operation per system in turn (an idle
-/// `ActorQueue`, an `OperationQueue`, a bare `Task.detached`), medians of 300 starts each: the
-/// clock and its arithmetic cost that start 3.6 µs, a `clock_gettime` and integer arithmetic
-/// about 1 µs. The layout is also fixed (an `Int64`), so records and worker steps hold one
+/// standard library; a `clock_gettime` and integer arithmetic touch far less (the Performance
+/// article has the figures). The layout is also fixed (an `Int64`), so records and worker steps hold one
 /// without value-witness calls, which a resilient `ContinuousClock.Instant` costs them.
 struct SchedulerInstant: Comparable, Hashable, Sendable {
   /// Nanoseconds since the clock's fixed origin (the system's boot, on Linux and Darwin).

@@ -34,9 +34,7 @@ enum LegacyPoll {
 /// while fewer than a few thousand operations wait). The pause is also at least
 /// ``maximumDutyFraction`` times the pass's own duration, so the watcher never takes more than
 /// about 5% of one core however many operations wait (10,000 waiting: a pass of about 1 ms,
-/// so one pass every 20 ms). Measured cost while nothing changes (debug build, two busy
-/// cores): one watched operation about 1% of one core at the longest pause, 100 to 10,000 about
-/// 1-5%; none watched: nothing (the thread sleeps).
+/// so one pass every 20 ms). None watched: nothing (the thread sleeps).
 ///
 /// `@unchecked Sendable`: every mutable field is read and written only while `condition` is
 /// locked.

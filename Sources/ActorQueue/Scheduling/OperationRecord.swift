@@ -519,6 +519,23 @@ extension Scheduler {
     }
   }
 
+  /// The idle start's transition (`startOnIdle`): a new operation, pending and alone, moves to
+  /// `executing` on `worker`. Its caller checked what `transition` would otherwise test (no
+  /// stamp, no paused body, nobody to tell), so this sets the phase only: an idle start runs
+  /// with cold caches, and each line of code it does not run is one it does not fetch.
+  @inline(__always)
+  mutating func transition(_ index: Int, toStartAloneOn worker: Worker) {
+    // What the general path would record as effects, and the idle start skips: nobody hears.
+    assert(
+      operations[index].subscribers.isEmpty && operations[index].extrasBox == nil
+        && queues[operations[index].queue].subscribers.isEmpty,
+      "Internal inconsistency: \(operations[index].id) started alone with someone to tell")
+    guard case .pending = operations[index].phase else {
+      preconditionFailure("Internal inconsistency: \(operations[index].id) started alone while not pending")
+    }
+    operations[index].phase = .executing(.worker(worker))
+  }
+
   /// Tells `index`'s subscribers, its followers and its queue's subscribers its new state; on
   /// an end, the last state each hears (followers end on their own). Out of line: most
   /// operations have no one to tell, and its code would make every transition longer to fetch.

@@ -217,6 +217,7 @@ extension Scheduler {
   // MARK: Started bodies
 
   /// `index` got a worker: it joins its queue's started bodies. O(1).
+  @inline(__always)
   mutating func linkStarted(_ index: Int, in queue: Int) {
     let next = queues[queue].firstStarted
     if next >= 0 { operations[next].previousStarted = index }
@@ -227,6 +228,7 @@ extension Scheduler {
 
   /// `index`'s body ended: it leaves its queue's started bodies. O(1). Returns whether its
   /// worker's task was asked to cancel.
+  @inline(__always)
   mutating func unlinkStarted(_ index: Int, in queue: Int) -> Bool {
     let (previous, next, taskCancelled) = operations[index].leaveStarted()
     if previous >= 0 { operations[previous].nextStarted = next } else { queues[queue].firstStarted = next }

@@ -199,9 +199,7 @@ extension Scheduler {
   /// data that a start after a quiet spell must fetch from memory (figures in the Performance
   /// article). Both paths are checked against the reference model by the random scripts, and the
   /// scheduler tests' harness submits through this one, as `addOperation` does.
-  mutating func startOnIdle(
-    _ handle: Handle, on queue: Int, now: () -> SchedulerInstant, _ effects: inout Effects
-  ) -> Spawn? {
+  mutating func startOnIdle(_ handle: Handle, on queue: Int, now: () -> SchedulerInstant) -> Spawn? {
     let index = handle.recordIndex
     guard queues[queue].admitsIdleStart, operations[index].startsAlone,
       queues[queue].machine.takeSlotOnIdle()
@@ -215,8 +213,7 @@ extension Scheduler {
     let first = operations[index].startAlone(
       as: index, in: queue, order: nextSubmission, startOrder: nextStart, previous: previous, handle: handle)
     linkStarted(index, in: queue)
-    // Nobody to tell (no subscriber, follower or queue subscriber): it records no effect.
-    transition(index, to: .executing(.worker(worker)), &effects)
+    transition(index, toStartAloneOn: worker)
     return Spawn(taskPriority: queues[queue].taskPriority, worker: worker, first: first)
   }
 }

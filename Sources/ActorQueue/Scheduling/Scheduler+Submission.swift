@@ -45,10 +45,7 @@ extension Scheduler {
   mutating func submitNew(
     _ handle: Handle, to queue: Int, now: () -> SchedulerInstant, _ effects: inout Effects
   ) -> Spawn? {
-    if let spawn = startOnIdle(handle, on: queue, now: now, &effects) {
-      assert(effects.isEmpty, "Internal inconsistency: an idle start recorded effects its caller skips")
-      return spawn
-    }
+    if let spawn = startOnIdle(handle, on: queue, now: now) { return spawn }
     enqueue(handle, into: queue, &effects)
     settle(now: now, &effects)
     return nil

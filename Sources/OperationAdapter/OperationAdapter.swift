@@ -37,7 +37,9 @@ extension ActorQueue {
   ///
   /// - The outcome: the handle ends `.finished` with the operation itself as its value, so
   ///   you read its outputs from it; or `.cancelled` (`value` throws `CancellationError`) if
-  ///   the operation's `isCancelled` is `true` when it finishes, whoever cancelled it.
+  ///   the operation's `isCancelled` is `true` when it finishes, whoever cancelled it. Legacy
+  ///   code that reports a failure by storing an error and cancelling itself should be added
+  ///   with ``addOperation(legacy:timeout:error:)``, which ends such a handle `.failed`.
   /// - Cancellation both ways: cancelling the handle (or `cancelAllOperations()`) calls the
   ///   operation's `cancel()`. A handle cancelled while waiting follows `OperationQueue`, the
   ///   adapter's one exception to "a cancelled waiting operation ends at once": the legacy
@@ -123,7 +125,48 @@ extension ActorQueue {
   public nonisolated func addOperation<Op: Operation>(
     legacy operation: Op, timeout: Duration?
   ) throws -> QueueOperation<Op> {
-    let run = try LegacyRun.prepare(operation, timeout: timeout).get()
+    let run = try LegacyRun.prepare(operation, timeout: timeout, failure: nil).get()
+    let handle = QueueOperation<Op>(preparing: run, followsChanges: followsChanges)
+    try addOperation(handle)
+    return handle
+  }
+
+  /// Adds a legacy `Operation` that reports failure the way `Operation` code must, having no
+  /// failure state: it stores an error and cancels itself. `error` reads where it keeps it
+  /// (e.g. `{ $0.error }`), once the operation has finished cancelled; otherwise as
+  /// ``addOperation(legacy:timeout:)``.
+  ///
+  /// ```swift
+  /// let handle = try queue.addOperation(legacy: request, error: { $0.error })
+  /// do {
+  ///   let response = try await handle.value
+  /// } catch let error as URLError {
+  ///   // the request's own failure, not a CancellationError
+  /// }
+  /// ```
+  ///
+  /// How the handle ends, for an operation whose `isCancelled` is `true` when it finishes:
+  /// - It cancelled itself while it ran, and `error` returns an error: `.failed` with that
+  ///   error (`value` throws it; a dependent that requires it fails with a
+  ///   ``DependencyFailedError`` carrying it).
+  /// - The handle was cancelled through ActorQueue (its `cancel()`, `cancelAllOperations()`, a
+  ///   dependency it required), or legacy code cancelled the operation before it started:
+  ///   `.cancelled`, as always; the legacy error, if `error` returns one, is the handle's
+  ///   ``AnyQueueOperation/thrownError``, where a body's error thrown after its cancellation is.
+  /// - `error` returns `nil`: `.cancelled`.
+  ///
+  /// `error` runs once, after the operation has finished, on a thread of the adapter's, and
+  /// holds no lock of the queue's. Cost: the closure, kept until the operation finishes.
+  ///
+  /// - Throws: as ``addOperation(legacy:)``.
+  @discardableResult
+  public nonisolated func addOperation<Op: Operation>(
+    legacy operation: Op, timeout: Duration? = nil, error failure: @escaping @Sendable (Op) -> (any Error)?
+  ) throws -> QueueOperation<Op> {
+    let run = try LegacyRun.prepare(
+      operation, timeout: timeout, failure: { [operation] in failure(operation) }
+    )
+    .get()
     let handle = QueueOperation<Op>(preparing: run, followsChanges: followsChanges)
     try addOperation(handle)
     return handle
@@ -158,7 +201,7 @@ extension ActorQueue {
   {
     // Prepared first, all of them: a misuse found on the last leaves nothing behind (a dropped
     // run gives up its record of the operation).
-    let runs = try operations.map { try LegacyRun.prepare($0, timeout: nil).get() }
+    let runs = try operations.map { try LegacyRun.prepare($0, timeout: nil, failure: nil).get() }
     let followsChanges = followsChanges
     let handles = runs.map { QueueOperation<Operation>(preparing: $0, followsChanges: followsChanges) }
     try addOperations(handles)
@@ -194,7 +237,23 @@ extension QueueOperation where Success: Operation {
   /// A prepared operation that runs the legacy `operation`, as ``init(legacy:)``, giving it at
   /// most `timeout` to finish once started (see ``ActorQueue/addOperation(legacy:timeout:)``).
   public convenience init(legacy operation: Success, timeout: Duration?) {
-    switch LegacyRun.prepare(operation, timeout: timeout) {
+    self.init(legacy: operation, timeout: timeout, failure: nil)
+  }
+
+  /// A prepared operation that runs the legacy `operation`, as ``init(legacy:timeout:)``, for
+  /// legacy code that fails by storing an error and cancelling itself: `error` reads it, and
+  /// the handle ends `.failed` with it (see ``ActorQueue/addOperation(legacy:timeout:error:)``).
+  public convenience init(
+    legacy operation: Success, timeout: Duration? = nil,
+    error failure: @escaping @Sendable (Success) -> (any Error)?
+  ) {
+    self.init(legacy: operation, timeout: timeout, failure: { [operation] in failure(operation) })
+  }
+
+  private convenience init(
+    legacy operation: Success, timeout: Duration?, failure: (@Sendable () -> (any Error)?)?
+  ) {
+    switch LegacyRun.prepare(operation, timeout: timeout, failure: failure) {
     case .success(let run):
       self.init(preparing: run, followsChanges: true)
     case .failure(let misuse):

@@ -26,6 +26,33 @@ struct MigrationAdapterTests {
     #expect(imageView.image == Image(name: "beach.jpg, tilt-shifted"))
   }
 
+  @Test("A legacy failure is not a cancellation: the handle fails with the operation's error")
+  func legacyFailure() async throws {
+    let gallery = Gallery()
+    let before = OperationQueue()
+    for query in ["beach", "offline"] { adapterFailureBefore(queue: before, query: query, gallery: gallery) }
+    await withCheckedContinuation { done in before.addBarrierBlock { done.resume() } }
+
+    let queue = ActorQueue()
+    for query in ["beach", "offline"] {
+      // snippet: adapter-failure-after
+      let search = try queue.addOperation(legacy: PhotoSearchOperation(query: query), error: { $0.error })
+      do {
+        gallery.show(try await search.value.photos)
+      } catch is CancellationError {
+        // cancelled through the queue, or by legacy code before it started
+      } catch {
+        gallery.show(error)  // the search's own failure, e.g. URLError(.notConnectedToInternet)
+      }
+      // end snippet
+      #expect(search.state == (query == "offline" ? .failed : .finished))
+    }
+    let shown = gallery.log
+    #expect(shown.count == 4 && Array(shown[..<2]).sorted() == Array(shown[2...]).sorted(), "\(shown)")
+    #expect(shown.contains("beach-1.jpg,beach-2.jpg"))
+    #expect(shown.contains { $0.hasPrefix("error: ") })
+  }
+
   @Test("Step 2: mix old and new in one graph")
   func stepTwo() async throws {
     let log = StepLog()

@@ -292,3 +292,18 @@ final class LegacyImageLoader: @unchecked Sendable {
   // operation only once no caller is left.
 }
 // end snippet
+
+func adapterFailureBefore(queue: OperationQueue, query: String, gallery: Gallery) {
+  // snippet: adapter-failure-before
+  let search = PhotoSearchOperation(query: query)  // fails by `self.error = error; cancel()`
+  search.completionBlock = { [weak search] in
+    guard let search else { return }
+    if let error = search.error {  // read before isCancelled, or the failure reads as a cancel
+      gallery.show(error)
+    } else if !search.isCancelled {
+      gallery.show(search.photos)
+    }
+  }
+  queue.addOperation(search)
+  // end snippet
+}

@@ -181,6 +181,60 @@ package class NetworkOperation: AsyncOperation, @unchecked Sendable {
   }
 }
 
+// MARK: (b') Failure reported as cancellation: store the error, cancel(), finish
+
+/// `Operation` has no failure state, so much field code stores the error and cancels itself
+/// (the Unsplash photo picker's `ConcurrentOperation.completeWithError`, and many like it): to
+/// anything that reads only `isCancelled`, every failure looks like a cancellation.
+package class FailingRequestOperation: AsyncOperation, @unchecked Sendable {
+  package let session: FakeSession
+  package let path: String
+  package private(set) var data: Data?
+  /// Set before `cancel()` by `completeWithError`; read once the operation has finished.
+  package private(set) var error: (any Error)?
+  private var task: FakeSession.Task?
+
+  package init(session: FakeSession, path: String) {
+    self.session = session
+    self.path = path
+    super.init()
+  }
+
+  /// Executing before the request is sent (unlike the base class's original `start()`), so a
+  /// response that arrives at once is not overwritten.
+  package override func start() {
+    if isCancelled {
+      state = .finished
+      return
+    }
+    state = .executing
+    main()
+  }
+
+  package override func main() {
+    task = session.request(path) { [weak self] data, error in
+      guard let self = self else { return }
+      if let error = error {
+        self.completeWithError(error)
+      } else {
+        self.data = data
+        self.finish()
+      }
+    }
+  }
+
+  package func completeWithError(_ error: any Error) {
+    self.error = error
+    cancel()
+    finish()
+  }
+
+  package override func cancel() {
+    super.cancel()
+    task?.cancel()
+  }
+}
+
 // MARK: (c) Asynchronous, lock-guarded: recursive lock, notifications only on change
 
 /// Every getter and setter guarded by a recursive lock; setters notify only when the value

@@ -39,23 +39,29 @@ final class LegacyRun: ExternalWork {
 
   let operation: Operation
   private let timeout: Duration?
+  /// Where the operation keeps the error it cancelled itself for (see
+  /// `ActorQueue.addOperation(legacy:timeout:error:)`); `nil`: a cancelled operation's handle
+  /// ends `.cancelled`.
+  private let failure: (@Sendable () -> (any Error)?)?
   private let identifier: ObjectIdentifier
   private let fields = LockedValue(Fields())
 
-  private init(operation: Operation, timeout: Duration?) {
+  private init(operation: Operation, timeout: Duration?, failure: (@Sendable () -> (any Error)?)?) {
     self.operation = operation
     self.timeout = timeout
+    self.failure = failure
     self.identifier = ObjectIdentifier(operation)
   }
 
   deinit { release() }
 
   /// A run for `operation`, or the misuse that forbids it.
-  static func prepare(_ operation: Operation, timeout: Duration?) -> Result<LegacyRun, OperationAdapterError>
-  {
+  static func prepare(
+    _ operation: Operation, timeout: Duration?, failure: (@Sendable () -> (any Error)?)?
+  ) -> Result<LegacyRun, OperationAdapterError> {
     if let misuse = LegacyRuntime.misuse(of: operation) { return .failure(misuse) }
     guard LegacyRuntime.register(operation) else { return .failure(.alreadyAdded) }
-    return .success(LegacyRun(operation: operation, timeout: timeout))
+    return .success(LegacyRun(operation: operation, timeout: timeout, failure: failure))
   }
 
   /// Makes `handle` wait, without a slot, until the legacy operation is ready (its Foundation
@@ -193,7 +199,11 @@ final class LegacyRun: ExternalWork {
       operation.cancel()
       complete(.failure(OperationAdapterError.timedOut))
     case .finished:
-      complete(operation.isCancelled ? .failure(CancellationError()) : .success(operation))
+      guard operation.isCancelled else { return complete(.success(operation)) }
+      // The scheduler decides between the two: `.failed` with the legacy error, unless the
+      // handle was cancelled through the queue (then `.cancelled`, the error kept as
+      // `thrownError`).
+      complete(.failure(failure?() ?? CancellationError()))
     }
   }
 

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 
 // The legacy `Operation` subclasses Migration.md's adapter examples run unchanged: synchronous
 // `main()`s with output properties, the most common field style. `@unchecked Sendable`: Swift 6
@@ -64,4 +65,29 @@ private final class LockedSteps: @unchecked Sendable {
   private var steps: [String] = []
   func append(_ step: String) { lock.withLock { steps.append(step) } }
   var all: [String] { lock.withLock { steps } }
+}
+
+/// Searches photos in `main()`, and fails as much field code does: it stores the error and
+/// cancels itself (`Operation` has no failed state). The query "offline" fails.
+final class PhotoSearchOperation: Operation, @unchecked Sendable {
+  let query: String
+  var photos: [String] = []
+  var error: (any Error)?
+  init(query: String) { self.query = query }
+  override func main() {
+    if query == "offline" { return completeWithError(URLError(.notConnectedToInternet)) }
+    photos = ["\(query)-1.jpg", "\(query)-2.jpg"]
+  }
+  func completeWithError(_ error: any Error) {
+    self.error = error
+    cancel()
+  }
+}
+
+/// Where the migration examples show photos or an error: records what it was shown.
+final class Gallery: Sendable {
+  private let shown = Recorder<String>()
+  func show(_ photos: [String]) { shown.append(photos.joined(separator: ",")) }
+  func show(_ error: any Error) { shown.append("error: \(error)") }
+  var log: [String] { shown.snapshot }
 }

@@ -95,6 +95,11 @@ public class AnyQueueOperation: Hashable, @unchecked Sendable, CustomStringConve
   /// The current state. A snapshot: it may change as soon as it is read.
   public var state: OperationState { Engine.read { $0.state(of: recordIndex) } }
 
+  /// How the operation ended — its terminal state, the error it ended with (a
+  /// ``DependencyFailedError`` for one that never ran because an input failed), its value — or
+  /// `nil` while it has not ended. Read without waiting, on a handle of any type. Cost: O(1).
+  public var outcome: OperationOutcome? { Engine.read { $0.endedOutcome(of: recordIndex) } }
+
   /// Whether the operation may start as soon as a slot is free (state `.ready`).
   ///
   /// Unlike Foundation's `isReady`, it is `false` once the operation has started.

@@ -145,6 +145,13 @@ struct Scheduler: Sendable {
   func isPausedInBody(_ index: Int) -> Bool { operations[index].phase.isPausedInBody }
 
   func state(of index: Int) -> OperationState { operations[index].phase.state }
+  /// How `index` ended; `nil` until it has.
+  func endedOutcome(of index: Int) -> OperationOutcome? {
+    guard case .ended(let state) = operations[index].phase, let outcome = operations[index].outcome else {
+      return nil
+    }
+    return OperationOutcome(state: state, outcome: outcome.value)
+  }
   func priority(of index: Int) -> OperationPriority { operations[index].priority }
   func isCancelRequested(_ index: Int) -> Bool { operations[index].cancelRequested }
   func outcome(of index: Int) -> OutcomeBox? { operations[index].outcome }

@@ -14,7 +14,9 @@ public enum OperationState: Sendable, Hashable {
   case pending
   /// May start as soon as its queue has a free slot and is not suspended.
   case ready
-  /// Its body is running and holds one of the queue's slots.
+  /// Its body is running and holds one of the queue's slots. One exception, from the
+  /// OperationAdapter: a legacy `Operation` cancelled while it waited is started without a slot
+  /// so that it can finish (Foundation's rule), and is `.executing` until it has.
   case executing
   /// Started, then paused; holds no slot.
   case paused

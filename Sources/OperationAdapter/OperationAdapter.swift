@@ -46,7 +46,9 @@ extension ActorQueue {
   ///   operation is cancelled and started at once, outside the queue's slot accounting (it
   ///   takes no slot, even in a suspended queue), so its `start()` sees `isCancelled`, it
   ///   reaches `isFinished`, its `completionBlock` and Foundation dependents run; the handle
-  ///   ends `.cancelled` when it has finished. So once `waitUntilAllOperationsAreFinished()` or
+  ///   ends `.cancelled` when it has finished; meanwhile it reads `.executing` (with
+  ///   `isCancelled`), holding no slot and not counted in the queue's events'
+  ///   `executingCount`. So once `waitUntilAllOperationsAreFinished()` or
   ///   the handle's `value` returns, every legacy operation it ran reports `isFinished`. (One
   ///   whose overridden `isReady` is still `false` is not started before it is ready, as in
   ///   `OperationQueue`: its handle ends `.cancelled` at once, and it starts when ready.)

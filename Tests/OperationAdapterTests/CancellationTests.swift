@@ -162,3 +162,69 @@ import Testing
     }
   }
 }
+
+/// An asynchronous legacy operation that, cancelled or not, finishes only once told: legacy
+/// code tearing down what it started.
+private final class FinishesWhenToldOperation: Operation, @unchecked Sendable {
+  let started = Gate()
+  let finish = DispatchSemaphore(value: 0)
+  private let lock = NSLock()
+  private var executing = false
+  private var finished = false
+
+  override var isAsynchronous: Bool { true }
+  override var isExecuting: Bool { lock.withLock { executing } }
+  override var isFinished: Bool { lock.withLock { finished } }
+
+  override func start() {
+    set(executing: true, finished: false)
+    started.open()
+    DispatchQueue.global().async {
+      self.finish.wait()
+      self.set(executing: false, finished: true)
+    }
+  }
+
+  private func set(executing: Bool, finished: Bool) {
+    willChangeValue(forKey: "isExecuting")
+    willChangeValue(forKey: "isFinished")
+    lock.withLock {
+      self.executing = executing
+      self.finished = finished
+    }
+    didChangeValue(forKey: "isExecuting")
+    didChangeValue(forKey: "isFinished")
+  }
+}
+
+@Suite(.timeLimit(.minutes(hangLimitMinutes))) struct CancelledWaitingLegacyStateTests {
+  @Test(
+    "A waiting legacy operation cancelled through its handle reads .executing, holding no slot, until it finishes"
+  )
+  func readsExecutingWithoutASlot() async throws {
+    let queue = ActorQueue(maxConcurrentOperationCount: 1)
+    queue.isSuspended = true
+    let events = queue.events
+    let operation = FinishesWhenToldOperation()
+    let handle = try queue.addOperation(legacy: operation)
+    #expect(handle.state == .ready)
+    handle.cancel()
+    await operation.started.wait()
+    // Foundation's rule: started so that it can finish; it is executing, and says so.
+    #expect(handle.state == .executing && handle.isExecuting && handle.isCancelled)
+    #expect(operation.isExecuting && operation.isCancelled)
+    var iterator = events.makeAsyncIterator()
+    var executingEvent: QueueEvent?
+    while let event = await iterator.next() {
+      if case .operation(_, _, .executing) = event.kind {
+        executingEvent = event
+        break
+      }
+    }
+    #expect(executingEvent?.executingCount == 0, "it holds no slot: the suspended queue's count stays 0")
+    #expect(queue.operationCount == 1, "the queue still waits for it")
+    operation.finish.signal()
+    await queue.waitUntilAllOperationsAreFinished()
+    #expect(operation.isFinished && handle.state == .cancelled)
+  }
+}

@@ -27,7 +27,9 @@ public struct QueueEvent: Sendable, CustomStringConvertible {
   public let sequence: UInt64
   /// What happened.
   public let kind: Kind
-  /// Operations executing in this queue at that moment (after the transition).
+  /// Operations holding a slot of this queue at that moment (after the transition): at most
+  /// the limit. A legacy `Operation` cancelled while it waited, which the OperationAdapter runs
+  /// without a slot so that it can finish, is `.executing` but not counted here.
   public let executingCount: Int
   /// The queue's limit at that moment.
   public let maxConcurrentOperationCount: Int

@@ -297,8 +297,8 @@ enum Phase: Sendable {
   /// Holds a slot of its queue: its body runs on a worker's task, or its external work runs.
   case executing(ExecutionSite)
   /// Its external work runs holding no slot: cancelled while it waited, it was started anyway
-  /// (Foundation's rule for legacy operations). It still reads as the state it waited in.
-  case detached(shown: OperationState)
+  /// (Foundation's rule for legacy operations). It reads as `.executing`, which it is.
+  case detached
   /// Its body started and holds no slot: its tasks wait at a checkpoint, or (cancelled) it runs
   /// to its end.
   case paused(PausedBody)
@@ -325,9 +325,9 @@ enum Phase: Sendable {
     switch self {
     case .pending: .pending
     case .ready, .resumed: .ready
-    case .executing: .executing
+    case .executing, .detached: .executing
     case .paused: .paused
-    case .detached(let shown), .following(let shown), .ended(let shown): shown
+    case .following(let shown), .ended(let shown): shown
     case .modifying: preconditionFailure("Internal inconsistency: a phase read while it changes")
     }
   }
@@ -392,10 +392,10 @@ enum Phase: Sendable {
       switch self {
       case .pending: Facts(state: .pending)
       case .ready(let stamp): Facts(state: .ready, stamp: stamp)
-      case .executing: Facts(state: .executing)
+      case .executing, .detached: Facts(state: .executing)
       case .paused(let body): Facts(state: .paused, stamp: body.stamp, isPausedInReady: body.stamp != nil)
       case .resumed(let body): Facts(state: .ready, stamp: body.stamp, isPausedInReady: body.stamp != nil)
-      case .detached(let shown), .following(let shown), .ended(let shown): Facts(state: shown)
+      case .following(let shown), .ended(let shown): Facts(state: shown)
       case .modifying: preconditionFailure("Internal inconsistency: a phase read while it changes")
       }
     }

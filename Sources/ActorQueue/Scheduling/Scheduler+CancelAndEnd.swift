@@ -78,7 +78,7 @@ extension Scheduler {
     guard let external = operations[index].external, operations[index].queue >= 0 else {
       preconditionFailure("Internal inconsistency: detaching an operation with no external work")
     }
-    transition(index, to: .detached(shown: operations[index].phase.state), &effects)
+    transition(index, to: .detached, &effects)
     effects.runExternalCancel(external)
     effects.startExternal(index, id: operations[index].id, external)
   }

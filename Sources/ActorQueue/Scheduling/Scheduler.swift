@@ -14,7 +14,7 @@
 // - Where an operation is, is one field: its `Phase`. `pending` (not in a queue, waiting for a
 //   dependency, or held by `pause()`); `ready(stamp:)` (in the ready set); `executing` on a
 //   worker's task or as external work, holding a slot; `detached` (a legacy operation cancelled
-//   while waiting, its work started without a slot, still reading as the state it waited in);
+//   while waiting, its work started without a slot; it reads as `executing`);
 //   `paused` and `resumed` (a started body without a slot, with its worker, the tasks waiting at
 //   a checkpoint, and its stamp while it competes for a slot); `following` (a caller's handle to
 //   coalesced work); `ended`. Its observable `OperationState` is derived. `transition` is the

@@ -299,6 +299,27 @@ struct MigrationTests {
     try expectOutput(transcript, "ui-after")
   }
 
+  @Test("The main queue where an ActorQueue is expected")
+  @MainActor
+  func mainQueueAsAnActorQueue() async throws {
+    let transcript = Transcript()
+    @Sendable func print(_ items: Any...) { transcript.print(items) }
+    let label = Label()
+
+    // snippet: main-queue-as-actor-queue
+    // Written for any queue: it takes an ActorQueue.
+    func refresh(on queue: ActorQueue, _ label: Label) -> QueueOperation<Void> {
+      queue.addOperation { @MainActor in label.text = "refreshed" }  // runs on the main actor
+    }
+
+    let refreshed = refresh(on: ActorQueue.main.queue, label)  // the main queue's ActorQueue
+    try await refreshed.value
+    print("label:", label.text, "- limit:", ActorQueue.main.queue.maxConcurrentOperationCount)
+    // end snippet
+
+    try expectOutput(transcript, "main-queue-as-actor-queue")
+  }
+
   // MARK: Idioms
 
   @Test("An asynchronous operation")

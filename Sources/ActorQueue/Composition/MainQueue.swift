@@ -17,8 +17,12 @@
 /// (``AnyQueueOperation/pause()``, ``pauseAllOperations()``); a body on the main actor pauses at
 /// ``ActorQueue/checkpoint()``.
 public struct MainQueue: Sendable {
-  /// The serial queue underneath, for everything but adding main-actor bodies. Its limit stays
-  /// 1 (a change to anything else is refused with a precondition failure).
+  /// The serial queue underneath, for everything but adding main-actor bodies, and what to
+  /// pass where an ``ActorQueue`` is expected (`refresh(on: ActorQueue.main.queue)`): `MainQueue`
+  /// cannot itself be one, since an actor cannot be subclassed and Swift has no implicit
+  /// conversions. Bodies added through it run where their closure is isolated: write main-actor
+  /// work `{ @MainActor in … }`. Its limit stays 1 (a change to anything else is refused with a
+  /// precondition failure).
   public let queue: ActorQueue
 
   init() {

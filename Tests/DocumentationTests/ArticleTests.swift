@@ -198,6 +198,26 @@ struct ArticleTests {
     try expectOutput(transcript, "docc-cancellation")
   }
 
+  @Test("Cancellation: the structured wait")
+  func cancellableValue() async throws {
+    let transcript = Transcript()
+    @Sendable func print(_ items: Any...) { transcript.print(items) }
+    let queue = ActorQueue(name: "images")
+    @Sendable func loadImage() async throws -> Int {
+      try await Task.sleep(for: .seconds(60))  // until cancelled
+      return 1
+    }
+
+    // snippet: docc-cancellable-value
+    let load = queue.addOperation { try await loadImage() }
+    let view = Task { try await load.cancellableValue }  // a view's .task, say
+    view.cancel()  // the view went away
+    print(await view.result, "-", await load.result)
+    // end snippet
+
+    try expectOutput(transcript, "docc-cancellable-value")
+  }
+
   @Test("Events")
   func events() async throws {
     let transcript = Transcript()

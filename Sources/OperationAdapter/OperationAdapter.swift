@@ -150,11 +150,11 @@ extension ActorQueue {
   /// How the handle ends, for an operation whose `isCancelled` is `true` when it finishes:
   /// - It cancelled itself while it ran, and `error` returns an error: `.failed` with that
   ///   error (`value` throws it; a dependent that requires it fails with a
-  ///   ``DependencyFailedError`` carrying it).
+  ///   `DependencyFailedError` carrying it).
   /// - The handle was cancelled through ActorQueue (its `cancel()`, `cancelAllOperations()`, a
   ///   dependency it required), or legacy code cancelled the operation before it started:
   ///   `.cancelled`, as always; the legacy error, if `error` returns one, is the handle's
-  ///   ``AnyQueueOperation/thrownError``, where a body's error thrown after its cancellation is.
+  ///   `thrownError`, where a body's error thrown after its cancellation is.
   /// - `error` returns `nil`: `.cancelled`.
   ///
   /// `error` runs once, after the operation has finished, on a thread of the adapter's, and

@@ -61,7 +61,7 @@ func runComparison() -> [Row] {
 /// The table's header; `load`: the load average when this repeat started.
 func header(load: LoadAverage?) -> String {
   """
-  ActorQueue bench — \(machine.cores) cores, \(machine.operatingSystem), Swift \(machine.swift), \(build); \
+  ActorQueue bench — \(machine.cores) cores, \(machine.operatingSystem), Swift \(machine.swift), \(build)
   median of \(options.runs) runs after \(options.warmups) warm-up\(options.warmups == 1 ? "" : "s")\
   \(options.quick ? ", --quick sizes" : "")
   load average at the start\(options.repeats > 1 ? " of this repeat" : ""): \(load?.description ?? "unknown")
@@ -77,16 +77,25 @@ for repetition in 1...options.repeats {
   measurements.append(checkGoals(&repeatRows, sizes: sizes))
   for index in repeatRows.indices { repeatRows[index].repetition = repetition }
   let title = options.repeats > 1 ? "\n== repeat \(repetition) of \(options.repeats)\n" : ""
-  print(title + Table.render(repeatRows, header: header(load: load)))
-  if let scaling = Table.renderScaling(repeatRows) { print(scaling) }
+  print(title + Table.render(repeatRows, header: header(load: load), wide: options.wide))
+  if let scaling = Table.renderScaling(repeatRows, wide: options.wide) { print(scaling) }
   rows += repeatRows
 }
 let goals = GoalCheck.summarize(measurements)
 let loadAfter = LoadAverage.current()
-print(Table.renderGoals(goals, repeats: options.repeats))
+print(Table.renderGoals(goals, repeats: options.repeats, wide: options.wide))
 print(
   "\nload average before: \(loadBefore?.description ?? "unknown"); after: \(loadAfter?.description ?? "unknown")"
 )
+var more: [String] = []
+if options.jsonPath == nil { more.append("--json PATH keeps every row") }
+if options.svgPath == nil { more.append("--svg PATH draws the scaling chart") }
+if !options.wide { more.append("--wide prints every column") }
+if !more.isEmpty {
+  print(
+    Format.wrap(more.joined(separator: "; ") + "; --help lists the rest.", width: Table.narrowWidth).joined(
+      separator: "\n"))
+}
 
 do {
   if let path = options.jsonPath {

@@ -55,6 +55,9 @@ struct Options: Sendable {
   var scaling = false
   var jsonPath: String?
   var svgPath: String?
+  /// Every column (ops/s, vs bound, min – max, goal): lines up to about 250 columns. Without it
+  /// the output fits 100 columns.
+  var wide = false
   /// Systems to run; empty: all (restricting them drops the ratios; for profiling one system).
   var systems: [System] = []
   /// Hidden: `--memory-child SYSTEM N` measures one system's memory and prints bytes/op.
@@ -94,6 +97,8 @@ struct Options: Sendable {
       --scaling          also run the scaling curves (chain and independent at N = 1k…256k)
       --json PATH        write every row and goal as JSON (schemaVersion 2; see README)
       --svg PATH         write a log–log chart of the scaling curves (implies --scaling)
+      --wide             print every column (ops/s, vs bound, min – max, goals per row); the
+                         default output fits 100 columns
       --system NAME      run only this system: oq, aq, task, reused, adapter (repeatable; for
                          profiling; restricting them drops the ratios)
       -h, --help         show this help
@@ -171,6 +176,7 @@ struct Options: Sendable {
       case "--scaling": options.scaling = true
       case "--json": options.jsonPath = value(for: argument)
       case "--svg": options.svgPath = value(for: argument)
+      case "--wide": options.wide = true
       case "--scenario":
         for name in value(for: argument).split(separator: ",") {
           guard let scenario = ScenarioName(rawValue: String(name)) else {

@@ -73,8 +73,13 @@ func runInterleaved(
 enum Progress {
   private static let origin = now()
 
+  /// Writes `message` after the time elapsed, wrapped to fit 100 columns.
   static func report(_ message: String) {
     let elapsed = String(format: "%6.1f", secondsSince(origin))
-    FileHandle.standardError.write(Data("[\(elapsed)s] \(message)\n".utf8))
+    let lines = Format.wrap(message, width: Table.narrowWidth - 10)
+    let text = lines.enumerated().map { index, line in
+      (index == 0 ? "[\(elapsed)s] " : String(repeating: " ", count: 10)) + line
+    }.joined(separator: "\n")
+    FileHandle.standardError.write(Data((text + "\n").utf8))
   }
 }

@@ -52,4 +52,24 @@ enum Format {
     let padding = String(repeating: " ", count: width - count)
     return right ? padding + text : text + padding
   }
+
+  /// `text` cut to `width` characters, its end replaced by "…" when cut.
+  static func truncate(_ text: String, _ width: Int) -> String {
+    text.count <= width ? text : String(text.prefix(width - 1)) + "…"
+  }
+
+  /// `text` broken into lines of at most `width` characters, at spaces.
+  static func wrap(_ text: String, width: Int) -> [String] {
+    var lines: [String] = []
+    var line = ""
+    for word in text.split(separator: " ") {
+      if !line.isEmpty, line.count + 1 + word.count > width {
+        lines.append(line)
+        line = ""
+      }
+      line += line.isEmpty ? String(word) : " " + word
+    }
+    if !line.isEmpty { lines.append(line) }
+    return lines
+  }
 }

@@ -4,26 +4,34 @@ import Foundation
 enum Table {
   /// The legend printed above every table: what the ratio columns mean.
   static let legend = """
-    Every ratio is the reference's median / this row's (time, latency, CPU or bytes): above 1, this row's
-    system is cheaper by that factor. vs OQ: against OperationQueue; vs task/op: against a task per op (a
-    TaskGroup child per op, a sliding window of `limit` when limited; Task.detached for latency; a Task per
-    graph node), the plain-Swift baseline; vs bound: against the lower bound, `limit` reused tasks (one per
-    core when unlimited) running the bodies in a loop from a shared atomic counter, no queue at all.
+    Every ratio is the reference's median / this row's (time, latency, CPU or bytes): above 1,
+    this row's system is cheaper by that factor. vs OQ: against OperationQueue; vs task/op:
+    against a task per op (a TaskGroup child per op, a sliding window of `limit` when limited;
+    Task.detached for latency; a Task per graph node), the plain-Swift baseline; vs bound (with
+    --wide): against the lower bound, `limit` reused tasks (one per core when unlimited) running
+    the bodies in a loop from a shared atomic counter, no queue at all.
     """
 
-  static func render(_ rows: [Row], header: String) -> String {
-    let columns: [(title: String, width: Int, right: Bool)] = [
-      ("scenario", 38, false), ("system", 16, false), ("n", 9, true), ("median", 10, true),
-      ("ops/s", 10, true), ("vs OQ", 8, true), ("vs task/op", 10, true), ("vs bound", 8, true),
-      ("min – max", 23, true), ("goal", 0, false),
+  /// The width the default output fits.
+  static let narrowWidth = 100
+
+  /// The table; `wide`: every column, else those that fit ``narrowWidth`` (scenario, system,
+  /// n, median and the two ratios against OperationQueue and a task per op).
+  static func render(_ rows: [Row], header: String, wide: Bool) -> String {
+    let all: [(title: String, width: Int, right: Bool, narrow: Bool)] = [
+      ("scenario", wide ? 38 : 36, false, true), ("system", 16, false, true), ("n", 9, true, true),
+      ("median", 10, true, true), ("ops/s", 10, true, false), ("vs OQ", 7, true, true),
+      ("vs task/op", 10, true, true), ("vs bound", 8, true, false), ("min – max", 23, true, false),
+      ("goal", 0, false, false),
     ]
     func line(_ cells: [String]) -> String {
-      zip(columns, cells).map { column, cell in
-        column.width == 0 ? cell : Format.pad(cell, column.width, right: column.right)
+      zip(all, cells).filter { column, _ in wide || column.narrow }.map { column, cell in
+        let cell = column.width > 0 && !wide ? Format.truncate(cell, column.width) : cell
+        return column.width == 0 ? cell : Format.pad(cell, column.width, right: column.right)
       }.joined(separator: "  ").trimmingCharacters(in: .whitespaces)
     }
-    var output = [header, "", line(columns.map(\.title))]
-    output.append(String(repeating: "─", count: 160))
+    var output = [header, "", line(all.map(\.title))]
+    output.append(String(repeating: "─", count: wide ? 160 : 98))
     var previous: String?
     var notes: [String] = []
     for row in rows {
@@ -47,30 +55,41 @@ enum Table {
     if !notes.isEmpty {
       output.append("")
       output.append("Notes:")
-      output += notes.map { "  - \($0)" }
+      output += notes.flatMap { note in
+        wide
+          ? ["  - \(note)"]
+          : Format.wrap(note, width: narrowWidth - 4).enumerated().map { index, text in
+            (index == 0 ? "  - " : "    ") + text
+          }
+      }
     }
     return output.joined(separator: "\n")
   }
 
   /// The goals, each with its ratio (its spread over the repeats with `--repeat`) and verdict.
-  static func renderGoals(_ goals: [GoalCheck], repeats: Int) -> String {
+  static func renderGoals(_ goals: [GoalCheck], repeats: Int, wide: Bool) -> String {
     guard !goals.isEmpty else { return "" }
-    var output = [
-      "",
+    let intro =
       "Goals (ActorQueue): each ratio is the reference's cost / ActorQueue's, as in the table; it must be at least "
-        + "the threshold."
-        + (repeats > 1
-          ? " Measured: min – max over \(repeats) repeats; within noise: the threshold lies inside that spread."
-          : ""),
-    ]
+      + "the threshold."
+      + (repeats > 1
+        ? " Measured: min – max over \(repeats) repeats; within noise: the threshold lies inside that spread."
+        : "")
+    var output = [""] + (wide ? [intro] : Format.wrap(intro, width: narrowWidth))
     for goal in goals {
       let measured =
         goal.ratios.count > 1
         ? "\(Format.ratio(goal.min)) – \(Format.ratio(goal.max))" : Format.ratio(goal.ratios.first)
-      output.append(
-        "  \(Format.pad(goal.verdict.rawValue.uppercased(), 12))  \(Format.pad(goal.goal, 66))  "
-          + "≥ \(Format.pad(Format.ratio(goal.threshold), 6, right: true))   measured \(measured)"
-          + " (n=\(Format.count(goal.n)))")
+      if wide {
+        output.append(
+          "  \(Format.pad(goal.verdict.rawValue.uppercased(), 12))  \(Format.pad(goal.goal, 66))  "
+            + "≥ \(Format.pad(Format.ratio(goal.threshold), 6, right: true))   measured \(measured)"
+            + " (n=\(Format.count(goal.n)))")
+      } else {
+        output.append(
+          "  \(Format.pad(goal.verdict.rawValue.uppercased(), 12)) \(Format.pad(Format.truncate(goal.goal, 52), 52)) "
+            + "≥\(Format.pad(Format.ratio(goal.threshold), 6, right: true))  \(measured)")
+      }
     }
     let passed = goals.filter { $0.verdict == .pass }.count
     let noise = goals.filter { $0.verdict == .withinNoise }.count
@@ -81,7 +100,8 @@ enum Table {
   }
 
   /// Per-op cost against N for the scaling scenarios: one column per system.
-  static func renderScaling(_ rows: [Row]) -> String? {
+  static func renderScaling(_ rows: [Row], wide: Bool) -> String? {
+    let (label, column) = wide ? (22, 28) : (20, 20)
     let scaling = rows.filter { $0.scenario.hasPrefix("scaling") }
     guard !scaling.isEmpty else { return nil }
     var output = [
@@ -92,10 +112,10 @@ enum Table {
       let systems = System.allCases.filter { system in subset.contains { $0.system == system } }
       output.append("")
       output.append(
-        Format.pad(scenario, 22) + systems.map { Format.pad($0.rawValue, 28, right: true) }.joined())
+        Format.pad(scenario, label) + systems.map { Format.pad($0.rawValue, column, right: true) }.joined())
       var base: [System: Double] = [:]
       for n in uniqued(subset.map(\.n)) {
-        var cells = Format.pad("  N = \(Format.count(n))", 22)
+        var cells = Format.pad("  N = \(Format.count(n))", label)
         for system in systems {
           let row = subset.first { $0.n == n && $0.system == system }
           var cell = "—"
@@ -105,7 +125,7 @@ enum Table {
           } else if let note = row?.note, note.hasPrefix("cut off") {
             cell = "cut off"
           }
-          cells += Format.pad(cell, 28, right: true)
+          cells += Format.pad(cell, column, right: true)
         }
         output.append(cells)
       }

@@ -192,7 +192,9 @@ package class FailingRequestOperation: AsyncOperation, @unchecked Sendable {
   package private(set) var data: Data?
   /// Set before `cancel()` by `completeWithError`; read once the operation has finished.
   package private(set) var error: (any Error)?
+  /// Guarded by `lock`: a response may arrive (and cancel) before `main()` has stored it.
   private var task: FakeSession.Task?
+  private let lock = NSLock()
 
   package init(session: FakeSession, path: String) {
     self.session = session
@@ -212,7 +214,7 @@ package class FailingRequestOperation: AsyncOperation, @unchecked Sendable {
   }
 
   package override func main() {
-    task = session.request(path) { [weak self] data, error in
+    let task = session.request(path) { [weak self] data, error in
       guard let self = self else { return }
       if let error = error {
         self.completeWithError(error)
@@ -221,6 +223,9 @@ package class FailingRequestOperation: AsyncOperation, @unchecked Sendable {
         self.finish()
       }
     }
+    lock.lock()
+    self.task = task
+    lock.unlock()
   }
 
   package func completeWithError(_ error: any Error) {
@@ -231,6 +236,9 @@ package class FailingRequestOperation: AsyncOperation, @unchecked Sendable {
 
   package override func cancel() {
     super.cancel()
+    lock.lock()
+    let task = self.task
+    lock.unlock()
     task?.cancel()
   }
 }

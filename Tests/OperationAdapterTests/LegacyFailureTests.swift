@@ -71,9 +71,9 @@ import Testing
     handle.cancel()
     await #expect(throws: CancellationError.self) { try await handle.value }
     #expect(handle.state == .cancelled)
-    // The cancel reached the request, whose completion stored URLError.cancelled.
+    // The cancel reached the request, whose completion stored URLError.cancelled. (Its own
+    // count of cancels is written on the session's queue, later: not read here.)
     #expect((handle.thrownError as? URLError)?.code == .cancelled)
-    #expect((session.tasks.first?.cancelCount ?? 0) >= 1)
   }
 
   @Test("A cancelled operation with no error stored ends .cancelled")

@@ -270,7 +270,6 @@ struct SchedulerEffects: Sendable {
     let lists = lists.take()
     garbage = Garbage()
     guard let lists else { return }
-    if lists.bulk != nil { Engine.callsInSlices.add(1, ordering: .relaxed) }
     if let resumptions = lists.resumptions { for resumption in resumptions { resumption() } }
     if let work = lists.endedExternal {
       work.ended()

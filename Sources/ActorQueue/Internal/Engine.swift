@@ -79,13 +79,7 @@ enum Engine {
       work = effects.takeBulk()
       effects.perform()
     }
-    callsInSlices.subtract(1, ordering: .relaxed)
   }
-
-  /// Calls whose work goes on in slices (see `BulkWork`), counted from before the effects of
-  /// their first slice are performed until their last slice's are (for tests: what another
-  /// thread reads meanwhile may show part of such a call's work done).
-  static let callsInSlices = Atomic<Int>(0)
 
   /// Reads the scheduler under the lock; the body cannot change it. The body must not return
   /// anything user-owned whose last reference it could drop.

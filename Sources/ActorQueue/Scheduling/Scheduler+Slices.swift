@@ -157,7 +157,10 @@ extension Scheduler {
     bulk = work
     markBulk()
     drainBulk(&effects)
+    isContinuingBulk = true
     settle(now: now, &effects)
+    isContinuingBulk = false
+    if effects.bulk == nil { callsInSlices -= 1 }  // its last slice
   }
 
   /// Ends every end in `work`, transitively, within the slice's limit; what is left goes to the
@@ -285,6 +288,7 @@ extension Scheduler {
     guard hasBulk else { return }
     hasBulk = false
     guard !bulk.isDone else { return }
+    if !isContinuingBulk, effects.bulk == nil { callsInSlices += 1 }  // its first slice
     effects.addBulk(bulk)
     bulk = BulkWork()
   }

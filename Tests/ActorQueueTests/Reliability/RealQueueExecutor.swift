@@ -617,7 +617,7 @@ private final class RealRun {
       // A call done in slices (an end that releases many dependents, on a worker's thread) may
       // interleave with this thread's reads: the model's outcome holds once it returned.
       guard
-        await eventuallyFreed(within: .seconds(10), { Engine.callsInSlices.load(ordering: .relaxed) == 0 })
+        await eventuallyFreed(within: .seconds(10), { Engine.read { $0.callsInSlices } == 0 })
       else { return "a call done in slices did not return" }
       if let problem = await waitForExecuting() { return problem }
       guard let move = model.nextMove() else { break }

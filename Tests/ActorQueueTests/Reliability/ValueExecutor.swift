@@ -117,6 +117,11 @@ private struct ValueRun {
       }
       while harness.continueBulk() {}
     }
+    if harness.scheduler.callsInSlices != 0 {
+      return ScriptFailure(
+        step: index, message: "after \(step): \(harness.scheduler.callsInSlices) calls in slices left counted"
+      )
+    }
     releaseGoneHandles()
     wakeLingerer()
     if expectation != .skip, let problem = quiesce() {

@@ -72,6 +72,7 @@ public actor ActorQueue {
     storedTaskPriority = taskPriority
     isMainQueue = false
     reference = Engine.mutate { $0.createQueue(name: name, limit: limit, taskPriority: taskPriority) }
+    Engine.mutate { [reference] in $0.queues[reference.index].owner = self }
   }
 
   /// The serial queue under ``ActorQueue/main``, whose limit stays 1.
@@ -80,6 +81,23 @@ public actor ActorQueue {
     storedTaskPriority = nil
     isMainQueue = true
     reference = Engine.mutate { $0.createQueue(name: name, limit: 1, taskPriority: nil) }
+    Engine.mutate { [reference] in $0.queues[reference.index].owner = self }
+  }
+
+  /// The queue whose operation's body is running on the calling task, or `nil` outside a
+  /// body: Foundation's `OperationQueue.current`.
+  ///
+  /// A body's own task only: a child task (`async let`, a task group's) or an unstructured
+  /// `Task` that a body creates is another task, and reads `nil` (capture the queue for
+  /// those). A body of ``ActorQueue/main`` reads `ActorQueue.main.queue`. Inside a legacy
+  /// `Operation` run by the OperationAdapter it is `nil`, as `OperationQueue.current` is.
+  ///
+  /// Cost: one look-up under the scheduler's lock, O(queues + operations executing in the
+  /// process); nothing is added to starting or running an operation.
+  public static var current: ActorQueue? {
+    let address = currentTaskAddress()
+    guard address != 0 else { return nil }
+    return Engine.read { $0.queue(runningOnTask: address) }
   }
 
   deinit {

@@ -2,6 +2,9 @@
 struct QueueRecord: Sendable {
   /// Distinguishes this queue from earlier ones that used the same index.
   var generation: UInt64
+  /// The `ActorQueue` this record belongs to, while it lives: what ``ActorQueue/current``
+  /// returns to a body of this queue.
+  weak var owner: ActorQueue?
   var isLive = true
   var name: String?
   /// The priority of its worker tasks (`TaskPriority.rawValue`): a `TaskPriority` is a

@@ -179,6 +179,23 @@ struct Scheduler: Sendable {
   }
 
   func limit(of queue: Int) -> Int { queues[queue].machine.limit }
+
+  /// The queue whose body runs on the task at `address` (see ``ActorQueue/current``).
+  /// O(queues + started bodies).
+  func queue(runningOnTask address: Int) -> ActorQueue? {
+    for queue in queues.indices where queues[queue].isLive {
+      var index = queues[queue].firstStarted
+      while index >= 0 {
+        if case .executing(.worker(let worker)) = operations[index].phase,
+          worker.recordedTaskAddress == address
+        {
+          return queues[queue].owner
+        }
+        index = operations[index].nextStarted
+      }
+    }
+    return nil
+  }
   func isSuspended(_ queue: Int) -> Bool { queues[queue].machine.isSuspended }
   func unfinishedCount(of queue: Int) -> Int { queues[queue].unfinishedCount }
   /// O(n).

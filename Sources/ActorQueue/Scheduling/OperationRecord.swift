@@ -454,7 +454,8 @@ struct OperationExtras: Sendable {
 /// ``OperationRecord/extras``, and only while that record holds the sole reference to the box
 /// (`isKnownUniquelyReferenced`; a shared box is copied first), as an array's buffer is. Records
 /// live in the scheduler value, behind its lock; no box is ever written while another value can
-/// read it.
+/// read it. A class rather than an array of none or one (which would need no unchecked field):
+/// the hot paths test a null reference, not an array's count.
 final class ExtrasBox: @unchecked Sendable {
   fileprivate(set) var value: OperationExtras
 

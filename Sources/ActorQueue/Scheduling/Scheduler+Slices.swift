@@ -154,13 +154,11 @@ extension Scheduler {
   mutating func continueBulk(
     _ work: consuming BulkWork, now: () -> SchedulerInstant, _ effects: inout Effects
   ) {
+    callsInSlices -= 1  // counted again below if this slice hands out more
     bulk = work
     markBulk()
     drainBulk(&effects)
-    isContinuingBulk = true
     settle(now: now, &effects)
-    isContinuingBulk = false
-    if effects.bulk == nil { callsInSlices -= 1 }  // its last slice
   }
 
   /// Ends every end in `work`, transitively, within the slice's limit; what is left goes to the
@@ -288,7 +286,7 @@ extension Scheduler {
     guard hasBulk else { return }
     hasBulk = false
     guard !bulk.isDone else { return }
-    if !isContinuingBulk, effects.bulk == nil { callsInSlices += 1 }  // its first slice
+    if effects.bulk == nil { callsInSlices += 1 }  // once per hold that hands work out
     effects.addBulk(bulk)
     bulk = BulkWork()
   }

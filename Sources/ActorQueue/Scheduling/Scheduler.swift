@@ -100,11 +100,10 @@ struct Scheduler: Sendable {
   /// The most units of bulk work any one hold of the lock did (for tests).
   var largestSlice = 0
   /// Calls whose work goes on in slices, from the hold that hands out the rest of one until the
-  /// hold that finishes it: read under the lock, it tells another thread (a test) that what it
-  /// sees may be part of such a call's work done.
+  /// hold that finishes it (each hold that hands work out counts it, each continuation uncounts
+  /// it first): read under the lock, it tells another thread (a test) that what it sees may be
+  /// part of such a call's work done.
   var callsInSlices = 0
-  /// The current hold continues a call's work (`continueBulk`), rather than being its first.
-  var isContinuingBulk = false
   /// Identifies whole-queue walks.
   var nextWalkToken: UInt64 = 0
   var queues: [QueueRecord] = []

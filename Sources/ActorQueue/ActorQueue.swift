@@ -16,9 +16,10 @@
 /// suspends the caller and never blocks a thread.
 ///
 /// **Where bodies run.** Each body runs in a task of the queue's: a small set of reused worker
-/// tasks (at most one per executing operation), created detached at ``taskPriority``. So a body
-/// does not inherit the submitter's actor, priority or task-local values; pass what it needs in
-/// its captures. A body that must run on the main actor is written `{ @MainActor in … }`.
+/// tasks (at most one per executing operation), created detached at ``taskPriority``, on the
+/// global concurrent executor or on the queue's ``taskExecutor``. So a body does not inherit the
+/// submitter's actor, priority or task-local values; pass what it needs in its captures. A body
+/// that must run on the main actor is written `{ @MainActor in … }`.
 ///
 /// **Scheduling.** An operation starts when it is ready (its dependencies have ended), the queue
 /// is not suspended, and fewer than ``maxConcurrentOperationCount`` operations are executing;
@@ -49,6 +50,7 @@ public actor ActorQueue {
   /// The queue's name, kept here too so reading it takes no lock.
   private nonisolated let storedName: String?
   private nonisolated let storedTaskPriority: TaskPriority?
+  private nonisolated let storedTaskExecutor: (any TaskExecutor)?
   /// The queue under ``ActorQueue/main``: serial for good, since every module that adds to it
   /// counts on its order.
   private nonisolated let isMainQueue: Bool
@@ -63,15 +65,21 @@ public actor ActorQueue {
   ///     use ``isSuspended`` to pause a queue.
   ///   - taskPriority: the priority of the tasks that run the bodies (Foundation's
   ///     `qualityOfService`); `nil`, the default, leaves it to the runtime.
+  ///   - taskExecutor: where the bodies run (Foundation's `underlyingQueue`): the tasks that run
+  ///     them prefer this executor, and so do the child tasks a body creates; see
+  ///     ``taskExecutor``. `nil`, the default: the global concurrent executor.
   public init(
     name: String? = nil, maxConcurrentOperationCount: Int = defaultMaxConcurrentOperationCount,
-    taskPriority: TaskPriority? = nil
+    taskPriority: TaskPriority? = nil, taskExecutor: (any TaskExecutor)? = nil
   ) {
     let limit = Self.validated(maxConcurrentOperationCount)
     storedName = name
     storedTaskPriority = taskPriority
+    storedTaskExecutor = taskExecutor
     isMainQueue = false
-    reference = Engine.mutate { $0.createQueue(name: name, limit: limit, taskPriority: taskPriority) }
+    reference = Engine.mutate {
+      $0.createQueue(name: name, limit: limit, taskPriority: taskPriority, taskExecutor: taskExecutor)
+    }
     Engine.mutate { [reference] in $0.queues[reference.index].owner = self }
   }
 
@@ -79,6 +87,7 @@ public actor ActorQueue {
   init(mainQueueNamed name: String) {
     storedName = name
     storedTaskPriority = nil
+    storedTaskExecutor = nil
     isMainQueue = true
     reference = Engine.mutate { $0.createQueue(name: name, limit: 1, taskPriority: nil) }
     Engine.mutate { [reference] in $0.queues[reference.index].owner = self }
@@ -138,6 +147,21 @@ public actor ActorQueue {
 
   /// The priority of the tasks that run this queue's bodies; `nil`: the runtime's default.
   public nonisolated var taskPriority: TaskPriority? { storedTaskPriority }
+
+  /// The executor this queue's bodies run on, if one was given: Foundation's `underlyingQueue`,
+  /// as Swift's task executor preference. Set when the queue is created (Foundation lets
+  /// `underlyingQueue` change while the queue is empty; here, create another queue).
+  ///
+  /// The queue's worker tasks are created with this preference, so a body's nonisolated code,
+  /// and the child tasks it creates (`async let`, task groups), run on it; code isolated to an
+  /// actor runs on that actor's executor, so a body written `{ @MainActor in … }` runs on the
+  /// main actor whatever this is. ``DispatchQueueExecutor`` runs the bodies on a dispatch queue
+  /// of yours. A serial executor runs one job at a time: bodies of a queue whose limit is above
+  /// 1 then interleave at their suspension points, as operations on a serial
+  /// `underlyingQueue` do, and a body that blocks its thread holds up the others. The queue
+  /// keeps the executor until it and its work are gone. Cost: none per operation; `nil` for
+  /// ``ActorQueue/main``'s queue.
+  public nonisolated var taskExecutor: (any TaskExecutor)? { storedTaskExecutor }
 
   /// At most this many operations execute at once. Live, in both directions.
   ///

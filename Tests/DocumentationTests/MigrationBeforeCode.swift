@@ -187,6 +187,23 @@ func waitingBefore(queue: OperationQueue, op: FetchProfileOperation) {
   _ = data
 }
 
+/// A store whose maintenance must run on its own dispatch queue.
+final class SQLiteStore: Sendable {
+  func vacuum() {}
+}
+
+func underlyingQueueBefore(store: SQLiteStore) {
+  // snippet: underlying-queue-before
+  let database = DispatchQueue(label: "database")
+  let queries = OperationQueue()
+  queries.underlyingQueue = database
+  queries.addOperation {
+    dispatchPrecondition(condition: .onQueue(database))  // runs on the database's queue
+    store.vacuum()
+  }
+  // end snippet
+}
+
 final class CountOperation: Operation, @unchecked Sendable {
   var result = 0
 }

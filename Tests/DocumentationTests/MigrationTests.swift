@@ -383,6 +383,28 @@ struct MigrationTests {
     #expect(value == 42)
   }
 
+  @Test("Running on a queue of yours: underlyingQueue")
+  func underlyingQueue() async throws {
+    /// Counts its runs (the block's `dispatchPrecondition` checks where they run).
+    final class Store: Sendable {
+      let runs = LockedValue(0)
+      func vacuum() { runs.withLock { $0 += 1 } }
+    }
+    let store = Store()
+
+    // snippet: underlying-queue-after
+    let database = DispatchQueue(label: "database")
+    let queries = ActorQueue(name: "queries", taskExecutor: DispatchQueueExecutor(database))
+    queries.addOperation {
+      dispatchPrecondition(condition: .onQueue(database))  // so do the child tasks it creates
+      store.vacuum()
+    }
+    // end snippet
+
+    await queries.waitUntilAllOperationsAreFinished()
+    #expect(store.runs.withLock { $0 } == 1)
+  }
+
   @Test("Completion without a retain cycle")
   func completion() async throws {
     let transcript = Transcript()

@@ -22,11 +22,11 @@ import Testing
 /// | test_CancelOneOperation | `cancelOneOperation` |
 /// | test_CancelOperationsOfSpecificQueuePriority | `cancelOperationsOfSpecificQueuePriority` |
 /// | test_CurrentQueueOnMainQueue | not applicable: `OperationQueue.main` outside any operation |
-/// | test_CurrentQueueOnBackgroundQueue | `currentQueue`: difference, `nil` through the adapter |
-/// | test_CurrentQueueOnBackgroundQueueWithSelfCancel | `currentQueueWithSelfCancel`: same difference |
-/// | test_CurrentQueueWithCustomUnderlyingQueue | not applicable: `underlyingQueue` (adapter threads are its own) |
-/// | test_isSuspended | `isSuspended`, without its `underlyingQueue` half (not applicable) |
-/// | test_CurrentQueueWithUnderlyingQueueResetToNil | not applicable: `underlyingQueue` |
+/// | test_CurrentQueueOnBackgroundQueue | `currentQueue`: difference, `nil` through the adapter; natively `CurrentQueueTests` |
+/// | test_CurrentQueueOnBackgroundQueueWithSelfCancel | `currentQueueWithSelfCancel`: same difference; natively `CurrentQueueTests` |
+/// | test_CurrentQueueWithCustomUnderlyingQueue | not through the adapter (its threads are its own); natively `TaskExecutorTests` |
+/// | test_isSuspended | `isSuspended`; its `underlyingQueue` half natively in `TaskExecutorTests` |
+/// | test_CurrentQueueWithUnderlyingQueueResetToNil | not through the adapter; natively `TaskExecutorTests` |
 /// | test_OperationDependencyCount | `operationDependencyCount` |
 /// | test_CancelDependency | `cancelDependency` |
 /// | test_Deadlock | `queueReleasedEarly` |
@@ -246,7 +246,8 @@ struct FoundationSuiteTests {
     }
   }
 
-  /// Foundation's case also checks `OperationQueue.current?.underlyingQueue`: not applicable.
+  /// Foundation's case also checks `OperationQueue.current?.underlyingQueue`: natively in
+  /// `TaskExecutorTests` (ActorQueueTests), not through the adapter.
   @Test(arguments: Side.allCases) func isSuspended(_ side: Side) async throws {
     let queue = Queue(side, maxConcurrentOperationCount: 1)
     queue.isSuspended = true

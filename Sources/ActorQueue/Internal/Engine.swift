@@ -153,9 +153,12 @@ final class Worker: Sendable {
 
   /// The queue this worker serves.
   let queue: Int
+  /// The queue's task executor preference, held for the worker's life: its task runs there.
+  let taskExecutor: (any TaskExecutor)?
 
-  init(queue: Int) {
+  init(queue: Int, taskExecutor: (any TaskExecutor)? = nil) {
     self.queue = queue
+    self.taskExecutor = taskExecutor
   }
 
   /// Whether a checkpoint of the operation this worker runs must take the slow path.
@@ -285,7 +288,8 @@ extension Engine {
     let worker = spawn.worker
     if let first = spawn.first.take() { worker.setFirst(first) }
     let priority = spawn.taskPriority.map { TaskPriority(rawValue: $0) }
-    let task = Task<Void, any Error>.detached(priority: priority) { () async throws -> Void in
+    let task = Task<Void, any Error>.detached(executorPreference: worker.taskExecutor, priority: priority) {
+      () async throws -> Void in
       await runWorker(worker)
     }
     worker.attach(task)

@@ -11,6 +11,9 @@ struct QueueRecord: Sendable {
   /// resilient type whose layout is known only at run time, which would make every record
   /// that holds one slow to copy and test (its optionals through value witnesses).
   var taskPriority: UInt8?
+  /// The task executor its worker tasks prefer, if any; let go of outside the lock when the
+  /// record is freed (it is the user's).
+  var taskExecutor: (any TaskExecutor)?
   /// The start rule: ready operations, slots, workers, limit, suspension.
   var machine: QueueStartRule<Int>
   /// Unfinished operations in submission order: a list threaded through their records (O(1)

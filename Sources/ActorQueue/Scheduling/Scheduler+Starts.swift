@@ -30,14 +30,14 @@ extension Scheduler {
       guard queues[queue].machine.needsWorker() else { continue }
       if queues[queue].machine.executing == 0 {
         queues[queue].linger.workArrived(at: now())
-        let worker = Worker(queue: queue)
+        let worker = newWorker(for: queue)
         let step = queues[queue].machine.claimForStartingWorker()
         let first = apply(step, worker: worker, queue: queue, &effects)
         if case .retire = first { continue }
         effects.spawn(
           Spawn(taskPriority: queues[queue].taskPriority, worker: worker, first: first))
       } else {
-        effects.spawn(Spawn(taskPriority: queues[queue].taskPriority, worker: Worker(queue: queue)))
+        effects.spawn(Spawn(taskPriority: queues[queue].taskPriority, worker: newWorker(for: queue)))
       }
     }
     // An end that freed the last record leaves every record free: the storage is judged. Tested
@@ -113,7 +113,7 @@ extension Scheduler {
       step.spawnWorker = step.spawnWorker || spawnWorker
     }
     if step.spawnWorker {
-      effects.spawn(Spawn(taskPriority: queues[queue].taskPriority, worker: Worker(queue: queue)))
+      effects.spawn(Spawn(taskPriority: queues[queue].taskPriority, worker: newWorker(for: queue)))
     }
     guard let index = step.run else {
       freeQueueIfDone(queue, &effects)
@@ -209,12 +209,17 @@ extension Scheduler {
     let previous = queues[queue].append(index)
     if previous >= 0 { operations[previous].nextInQueue = index }
     queues[queue].linger.workArrived(at: now())
-    let worker = Worker(queue: queue)
+    let worker = newWorker(for: queue)
     let first = operations[index].startAlone(
       as: index, in: queue, order: nextSubmission, startOrder: nextStart, previous: previous, handle: handle)
     linkStarted(index, in: queue)
     transition(index, toStartAloneOn: worker)
     return Spawn(taskPriority: queues[queue].taskPriority, worker: worker, first: first)
+  }
+
+  /// A worker for `queue`, whose task will run on the queue's task executor, if it has one.
+  func newWorker(for queue: Int) -> Worker {
+    Worker(queue: queue, taskExecutor: queues[queue].taskExecutor)
   }
 }
 

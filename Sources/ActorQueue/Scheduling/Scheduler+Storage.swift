@@ -169,11 +169,13 @@ extension Scheduler {
   // MARK: Queues
 
   /// Creates a queue's record.
-  mutating func createQueue(name: String?, limit: Int, taskPriority: TaskPriority?) -> QueueReference {
+  mutating func createQueue(
+    name: String?, limit: Int, taskPriority: TaskPriority?, taskExecutor: (any TaskExecutor)? = nil
+  ) -> QueueReference {
     nextQueueGeneration += 1
     let record = QueueRecord(
       generation: nextQueueGeneration, name: name, taskPriority: taskPriority?.rawValue,
-      machine: QueueStartRule(limit: limit))
+      taskExecutor: taskExecutor, machine: QueueStartRule(limit: limit))
     if let index = freeQueues.popLast() {
       queues[index] = record
       return QueueReference(index: index, generation: nextQueueGeneration)
@@ -213,6 +215,7 @@ extension Scheduler {
     let generation = queues[queue].generation
     for subscriber in queues[queue].subscribers { subscriber.finish(effects: &effects) }
     effects.garbage.releaseLater(queues[queue].subscribers)
+    if let executor = queues[queue].taskExecutor { effects.garbage.releaseLater(executor) }
     var freed = QueueRecord(generation: generation, isLive: false, machine: QueueStartRule(limit: 1))
     // It stays where it is in the list of queues this event changed, which `settle` walks.
     freed.isTouched = queues[queue].isTouched

@@ -13,6 +13,32 @@ final class QueueBox: Sendable {
 /// Captured by each body: freed when the body is.
 final class Token: Sendable {}
 
+/// The label of the dispatch queue that runs the calling code, if it is one of a script's
+/// executors (odd-numbered queues run their bodies on a serial ``DispatchQueueExecutor``).
+let scriptExecutorLabel = DispatchSpecificKey<String>()
+
+/// Where a body runs, checked at each of its resumptions: on its queue's executor, or on none.
+/// A body of a released queue no longer reads its queue (`ActorQueue.current` is `nil`): it
+/// must then stay where it was first seen (`seen`).
+func bodyRunsWhereItsQueueSays(_ seen: LockedValue<String??>) -> String? {
+  let actual = DispatchQueue.getSpecific(key: scriptExecutorLabel)
+  return seen.withLock { seen -> String? in
+    let expected: String?
+    if let queue = ActorQueue.current {
+      expected = (queue.taskExecutor as? DispatchQueueExecutor)?.queue.label
+    } else if let first = seen {
+      expected = first
+    } else {
+      expected = actual
+    }
+    if seen == nil { seen = .some(expected) }
+    guard expected == actual, seen! == expected else {
+      return "a body ran on \(actual ?? "the global executor"), expected \(expected ?? "the global executor")"
+    }
+    return nil
+  }
+}
+
 /// A weak reference, for "everything is freed at the end".
 struct Weak<Object: AnyObject> {
   weak var object: Object?
@@ -204,6 +230,8 @@ private final class RealRun {
   let completions = CompletionLog()
   /// The ops whose `onCompletion` is counted.
   var counted: Set<Int> = []
+  /// Bodies that ran somewhere other than their queue's executor (see `bodyRunsWhereItsQueueSays`).
+  let misplacedBodies = LockedValue<[String]>([])
 
   init(script: Script, checkFreeingEachStep: Bool, checkFreeingAtEnd: Bool) {
     self.script = script
@@ -212,13 +240,21 @@ private final class RealRun {
     model = ReferenceModel(queueLimits: script.queueLimits)
     checker.attach(fence.events, queue: InvariantChecker.fence)
     for (index, limit) in script.queueLimits.enumerated() {
-      let queue = ActorQueue(name: "q\(index)", maxConcurrentOperationCount: limit)
+      // Odd-numbered queues run their bodies on a dispatch queue of their own.
+      let executor = index % 2 == 1 ? DispatchQueueExecutor(Self.dispatchQueue(index)) : nil
+      let queue = ActorQueue(name: "q\(index)", maxConcurrentOperationCount: limit, taskExecutor: executor)
       checker.attach(queue.events, queue: index)
       let box = QueueBox(queue)
       boxes.append(box)
       weakBoxes.append(Weak(object: box))
       weakQueues.append(Weak(object: queue))
     }
+  }
+
+  private static func dispatchQueue(_ index: Int) -> DispatchQueue {
+    let queue = DispatchQueue(label: "q\(index).executor")
+    queue.setSpecific(key: scriptExecutorLabel, value: queue.label)
+    return queue
   }
 
   func execute() async -> ScriptFailure? {
@@ -270,7 +306,7 @@ private final class RealRun {
     // Every fence toggle seen: the checker has every step boundary.
     let fences = fenceCount
     await checker.wait { $0.fenceEvents >= fences }
-    let violations = checker.violations()
+    let violations = checker.violations() + misplacedBodies.withLock { $0 }
     if !violations.isEmpty {
       return ScriptFailure(step: nil, message: "invariants: " + violations.prefix(5).joined(separator: "; "))
     }
@@ -342,8 +378,13 @@ private final class RealRun {
     let token = Token()
     tokens[op] = Weak(object: token)
     let capture = spec.capturesQueue.flatMap { boxes[$0] }
+    let misplaced = misplacedBodies
+    let seen = LockedValue<String??>(nil)
     return {
       _ = (token, capture)
+      if let problem = bodyRunsWhereItsQueueSays(seen) {
+        misplaced.withLock { $0.append("op\(op): \(problem)") }
+      }
       await permits.take()
       for _ in 0..<spec.checkpoints {
         permits.noteAsked(ActorQueue.isPauseRequested)
@@ -360,6 +401,9 @@ private final class RealRun {
         }
         permits.reportPassed()
         await permits.take()
+      }
+      if let problem = bodyRunsWhereItsQueueSays(seen) {
+        misplaced.withLock { $0.append("op\(op): \(problem)") }
       }
       if spec.checksCancellation { try Task.checkCancellation() }
       if spec.throwing { throw ScriptError(op: op) }

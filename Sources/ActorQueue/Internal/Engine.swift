@@ -288,9 +288,16 @@ extension Engine {
     let worker = spawn.worker
     if let first = spawn.first.take() { worker.setFirst(first) }
     let priority = spawn.taskPriority.map { TaskPriority(rawValue: $0) }
-    let task = Task<Void, any Error>.detached(executorPreference: worker.taskExecutor, priority: priority) {
-      () async throws -> Void in
-      await runWorker(worker)
+    let task: Task<Void, any Error>
+    if let executor = worker.taskExecutor {
+      task = Task.detached(executorPreference: executor, priority: priority) { () async throws -> Void in
+        await runWorker(worker)
+      }
+    } else {
+      // Not `detached(executorPreference: nil, …)`: its `sending` closure costs a start more.
+      task = Task.detached(priority: priority) { () async throws -> Void in
+        await runWorker(worker)
+      }
     }
     worker.attach(task)
   }

@@ -79,9 +79,12 @@ extension ActorQueue {
   ///   "OperationQueue.current".
   /// - How the end is learned: through Foundation's own dependency mechanism (a sentinel
   ///   operation that depends on it), which a subclass cannot break by overriding or reassigning
-  ///   `completionBlock`. The operation must send `didChangeValue(forKey: "isFinished")` once
-  ///   `isFinished` is `true` (on Linux this notification is the only way a state change
-  ///   reaches a queue); signalling it twice is harmless.
+  ///   `completionBlock`. On Apple platforms the sentinel is a `BlockOperation` in an
+  ///   `OperationQueue` of its own; on Linux, by default, one that is never enqueued, which is
+  ///   cheaper there (the adapter's tests run through both). The operation must send
+  ///   `didChangeValue(forKey: "isFinished")` once `isFinished` is `true` (on Linux this
+  ///   notification is the only way a state change reaches a queue); signalling it twice is
+  ///   harmless.
   ///
   /// Preconditions Foundation's public API cannot check:
   /// - The operation must not be in an `OperationQueue`, nor be added to one or started by
@@ -98,10 +101,10 @@ extension ActorQueue {
   /// rows compare them in one run; ActorQueue's Performance article quotes a run): a
   /// `QueueOperation` and a hop to one of the adapter's threads, so that a blocking `main()`
   /// cannot stall Swift tasks; an operation still unfinished when `start()` returns also gets a
-  /// sentinel `Operation`. No Swift task runs or waits for it: it is started on the thread that
-  /// gave it its slot, and a thread of the adapter's that runs out of work watches for more for
-  /// 50 µs before it sleeps, so neither a stream of operations nor a small limit pays a thread
-  /// wake-up per operation.
+  /// sentinel `Operation` (and on Apple platforms an `OperationQueue` to run it). No Swift task
+  /// runs or waits for it: it is started on the thread that gave it its slot, and a thread of the
+  /// adapter's that runs out of work watches for more for 50 µs before it sleeps, so neither a
+  /// stream of operations nor a small limit pays a thread wake-up per operation.
   ///
   /// - Throws: ``OperationAdapterError/alreadyFinished`` or
   ///   ``OperationAdapterError/alreadyExecuting`` if the operation has run or is running;

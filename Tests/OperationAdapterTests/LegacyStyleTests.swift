@@ -1,8 +1,9 @@
 import ActorQueue
 import Foundation
-import OperationAdapter
 import TestSupport
 import Testing
+
+@testable import OperationAdapter
 
 /// One test per legacy style (operation-model.md §5): each runs the same subclass on an
 /// `OperationQueue` first, then through the adapter, and expects the same outcome.
@@ -257,6 +258,32 @@ final class CompletionHijackingOperation: Operation, @unchecked Sendable {  // n
 }
 
 @Suite struct FinishDetectionTests {
+  /// CI runs the adapter's tests once more with `ACTORQUEUE_ADAPTER_FINISH=sentinelQueue`, the
+  /// path Apple platforms take; this proves that run took it.
+  @Test func theEndIsLearnedThroughThePathThisProcessChose() async {
+    let expected: FinishDetection =
+      switch ProcessInfo.processInfo.environment["ACTORQUEUE_ADAPTER_FINISH"] ?? "" {
+      case "sentinelQueue": .sentinelQueue
+      case "readinessProbe": .readinessProbe
+      default: FinishDetection.foundationIsCorelibs ? .readinessProbe : .sentinelQueue
+      }
+    #expect(FinishDetection.current == expected)
+
+    // A sentinel queue's block runs in its OperationQueue; the probe fires inside start(), on
+    // the calling thread, which is in no OperationQueue.
+    let operation = BlockOperation {}
+    let queueSeen = await withCheckedContinuation { continuation in
+      LegacyRuntime.whenFinished([operation]) {
+        continuation.resume(returning: OperationQueue.current?.name)
+      }
+      operation.start()
+    }
+    switch FinishDetection.current {
+    case .sentinelQueue: #expect(queueSeen == "OperationAdapter.sentinel")
+    case .readinessProbe: #expect(queueSeen == nil)
+    }
+  }
+
   @Test func aSubclassOverridingCompletionBlockStillEndsItsHandle() async throws {
     let reference = CompletionHijackingOperation()
     let referenceDependent = BlockOperation {}

@@ -48,11 +48,11 @@ enum LegacyRuntime {
     if operation.isReady {
       LegacyThreads.shared.run {
         operation.start()
-        #if !canImport(Darwin)
-          // What OperationQueue does on Linux after start() returns: an operation that became
+        if FinishDetection.foundationIsCorelibs, operation.isFinished {
+          // What corelibs' OperationQueue does after start() returns: an operation that became
           // finished without sending the notification is recorded as finished (idempotent).
-          if operation.isFinished { operation.didChangeValue(forKey: "isFinished") }
-        #endif
+          operation.didChangeValue(forKey: "isFinished")
+        }
         if operation.isFinished {
           finished()
         } else {
@@ -84,23 +84,28 @@ enum LegacyRuntime {
   /// change reaches Foundation). A subclass cannot break this by overriding or reassigning
   /// `completionBlock`, and a second notification is ignored by Foundation.
   static func whenFinished(_ operations: [Operation], _ body: @escaping @Sendable () -> Void) {
-    #if canImport(Darwin)
-      // Documented semantics: the sentinel runs in an OperationQueue once its dependencies finished.
-      let sentinel = BlockOperation(block: body)
+    switch FinishDetection.current {
+    case .sentinelQueue:
+      // A queue per sentinel: corelibs' OperationQueue walks every waiting operation each time
+      // one becomes ready, so one queue shared by thousands of sentinels costs O(n²).
+      let queue = OperationQueue()
+      queue.name = "OperationAdapter.sentinel"
+      queue.underlyingQueue = sentinelThreads
+      // The block keeps its queue alive; the queue lets go of the block once it has run.
+      let sentinel = BlockOperation {
+        withExtendedLifetime(queue) {}
+        body()
+      }
       for operation in operations { sentinel.addDependency(operation) }
-      sentinels.addOperation(sentinel)
-    #else
+      queue.addOperation(sentinel)
+    case .readinessProbe:
       FinishSentinel(waitingFor: operations, then: body)
-    #endif
+    }
   }
 
-  #if canImport(Darwin)
-    private static let sentinels: OperationQueue = {
-      let queue = OperationQueue()
-      queue.name = "OperationAdapter.sentinels"
-      return queue
-    }()
-  #endif
+  /// Where sentinels' blocks run: each calls `body`, which only records the end.
+  private static let sentinelThreads = DispatchQueue(
+    label: "OperationAdapter.sentinels", attributes: .concurrent)
 
   // MARK: The record of wrapped operations
 
@@ -122,55 +127,51 @@ enum LegacyRuntime {
   }
 }
 
-#if !canImport(Darwin)
-  /// A dependent that is never enqueued and fires when its dependencies have finished.
-  ///
-  /// Why not an enqueued `BlockOperation`: swift-corelibs-foundation's `OperationQueue` walks
-  /// every waiting operation each time one becomes ready, so 10,000 waiting sentinels cost
-  /// O(n²), many times what the operations themselves cost.
-  /// Instead this relies on how corelibs-foundation releases a dependent: when a dependency
-  /// finishes (and when a dependency is added), it lowers the dependent's count of unfinished
-  /// dependencies and then reads the dependent's `isReady` to record its readiness. The
-  /// override fires there. Tests lock this behaviour in (`OperationAdapterTests`).
-  ///
-  /// Foundation holds dependents unretained, so the sentinel keeps itself alive until it fires.
-  ///
-  /// `@unchecked Sendable`: `Operation` is `Sendable`; the added state is behind locks (`LockedValue`) and an
-  /// `Atomic`.
-  private final class FinishSentinel: Operation, @unchecked Sendable {
-    private let action: LockedValue<(@Sendable () -> Void)?>
-    private let armed = Atomic(false)
-    private let keepAlive = LockedValue<FinishSentinel?>(nil)
+/// A dependent that is never enqueued and fires when its dependencies have finished
+/// (``FinishDetection/readinessProbe``, corelibs-foundation only).
+///
+/// Cheaper than a queue per sentinel on Linux. It relies on how corelibs-foundation releases a
+/// dependent: when a dependency finishes (and when a dependency is added), it lowers the
+/// dependent's count of unfinished dependencies and then reads the dependent's `isReady` to
+/// record its readiness. The override fires there. The adapter's tests run through both paths.
+///
+/// Foundation holds dependents unretained, so the sentinel keeps itself alive until it fires.
+///
+/// `@unchecked Sendable`: `Operation` is `Sendable`; the added state is behind locks
+/// (`LockedValue`) and an `Atomic`.
+private final class FinishSentinel: Operation, @unchecked Sendable {
+  private let action: LockedValue<(@Sendable () -> Void)?>
+  private let armed = Atomic(false)
+  private let keepAlive = LockedValue<FinishSentinel?>(nil)
 
-    @discardableResult
-    init(waitingFor operations: [Operation], then action: @escaping @Sendable () -> Void) {
-      self.action = LockedValue(action)
-      super.init()
-      keepAlive.withLock { $0 = self }
-      for operation in operations { addDependency(operation) }
-      // Armed only now, so that a dependency found finished while the others are still being
-      // added does not fire early; a dependency that finished in between is caught just below.
-      armed.store(true, ordering: .releasing)
-      _ = isReady
-    }
-
-    override var isReady: Bool {
-      let ready = super.isReady
-      if ready, armed.load(ordering: .acquiring) { fire() }
-      return ready
-    }
-
-    private func fire() {
-      let action = self.action.withLock { action in
-        defer { action = nil }
-        return action
-      }
-      guard let action else { return }
-      action()
-      keepAlive.withLock { $0 = nil }
-    }
+  @discardableResult
+  init(waitingFor operations: [Operation], then action: @escaping @Sendable () -> Void) {
+    self.action = LockedValue(action)
+    super.init()
+    keepAlive.withLock { $0 = self }
+    for operation in operations { addDependency(operation) }
+    // Armed only now, so that a dependency found finished while the others are still being
+    // added does not fire early; a dependency that finished in between is caught just below.
+    armed.store(true, ordering: .releasing)
+    _ = isReady
   }
-#endif
+
+  override var isReady: Bool {
+    let ready = super.isReady
+    if ready, armed.load(ordering: .acquiring) { fire() }
+    return ready
+  }
+
+  private func fire() {
+    let action = self.action.withLock { action in
+      defer { action = nil }
+      return action
+    }
+    guard let action else { return }
+    action()
+    keepAlive.withLock { $0 = nil }
+  }
+}
 
 extension QualityOfService {
   /// The dispatch QoS Foundation uses for this quality of service.

@@ -21,6 +21,10 @@ public struct QueueEvent: Sendable, CustomStringConvertible {
     /// A bounded subscriber's buffer was full: this many events were dropped here, in their
     /// place. Lossless subscribers never receive it.
     case eventsDropped(count: Int)
+    /// Something happened to an operation that its state does not say (its deadline passed, its
+    /// body timed out); see ``OperationDetail``. New details are new values of that struct, so
+    /// this is the last case this enum gains.
+    case detail(id: OperationID, name: String?, detail: OperationDetail)
   }
 
   /// The global order of the transition (for `eventsDropped`: that of the last dropped event).
@@ -53,10 +57,12 @@ public struct QueueEvent: Sendable, CustomStringConvertible {
     return nil
   }
 
-  /// The operation this event is about, if it is an operation event.
+  /// The operation this event is about, if it is an operation event or a detail.
   public var operationID: OperationID? {
-    if case .operation(let id, _, _) = kind { return id }
-    return nil
+    switch kind {
+    case .operation(let id, _, _), .detail(let id, _, _): id
+    case .suspended, .resumed, .limitChanged, .eventsDropped: nil
+    }
   }
 
   /// `#sequence kind (executing/limit)`.
@@ -70,6 +76,7 @@ public struct QueueEvent: Sendable, CustomStringConvertible {
     case .resumed: what = "resumed"
     case .limitChanged(let limit): what = "limit \(limit)"
     case .eventsDropped(let count): what = "\(count) events dropped"
+    case .detail(let id, let name, let detail): what = "\(name ?? id.description) \(detail)"
     }
     return "#\(sequence) \(what) (\(executingCount)/\(limit))"
   }

@@ -258,7 +258,7 @@ public actor DownloadManager {
       }
     case .limitChanged(let limit):
       log("limit: at most \(limit) at once \(slots)")
-    case .suspended, .resumed, .eventsDropped:
+    case .suspended, .resumed, .eventsDropped, .detail:
       break
     }
     changed()

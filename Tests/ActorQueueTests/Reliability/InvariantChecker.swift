@@ -175,6 +175,10 @@ final class InvariantChecker: Sendable {
       case .resumed: suspended[queue] = false
       case .limitChanged(let limit): limits[queue] = limit
       case .eventsDropped(let count): problems.append("\(at): a lossless stream dropped \(count) events")
+      case .detail(let id, _, let detail):
+        if terminals[id, default: 0] > 0 {
+          problems.append("\(at): \(name(id)) \(detail) after its terminal state")
+        }
       case .operation(let id, _, let new):
         if terminals[id, default: 0] > 0 {
           problems.append("\(at): \(name(id)) \(new) after its terminal state")

@@ -11,11 +11,14 @@ let package = Package(
   products: [
     .library(name: "ActorQueue", targets: ["ActorQueue"]),
     .library(name: "OperationAdapter", targets: ["OperationAdapter"]),
+    // For test targets only: a manual clock and the helpers a suite of queue code needs.
+    .library(name: "ActorQueueTesting", targets: ["ActorQueueTesting"]),
     .executable(name: "bench", targets: ["bench"]),
   ],
   targets: [
     .target(name: "ActorQueue"),
     .target(name: "OperationAdapter", dependencies: ["ActorQueue"]),
+    .target(name: "ActorQueueTesting", dependencies: ["ActorQueue"]),
     .executableTarget(name: "bench", dependencies: ["ActorQueue", "OperationAdapter"]),
     // The two field scenarios of issue 12 as runnable examples (`swift run DownloadManager`,
     // `swift run ImageLoader`): the logic in a library each, so tests can drive it with a
@@ -33,7 +36,7 @@ let package = Package(
     // Legacy Operation subclasses written as users write them (Swift 5 language mode, see below),
     // run by the adapter's tests. Only tests depend on it.
     .target(name: "LegacyFixtures", path: "Tests/LegacyFixtures"),
-    .testTarget(name: "ActorQueueTests", dependencies: ["ActorQueue", "TestSupport"]),
+    .testTarget(name: "ActorQueueTests", dependencies: ["ActorQueue", "ActorQueueTesting", "TestSupport"]),
     .testTarget(
       name: "OperationAdapterTests",
       dependencies: ["ActorQueue", "OperationAdapter", "TestSupport", "LegacyFixtures"]),

@@ -51,6 +51,8 @@ public actor ActorQueue {
   private nonisolated let storedName: String?
   private nonisolated let storedTaskPriority: TaskPriority?
   private nonisolated let storedTaskExecutor: (any TaskExecutor)?
+  /// The clock its operations' deadlines and timeouts are measured on.
+  public nonisolated let clock: QueueClock
   /// The queue under ``ActorQueue/main``: serial for good, since every module that adds to it
   /// counts on its order.
   private nonisolated let isMainQueue: Bool
@@ -68,17 +70,22 @@ public actor ActorQueue {
   ///   - taskExecutor: where the bodies run (Foundation's `underlyingQueue`): the tasks that run
   ///     them prefer this executor, and so do the child tasks a body creates; see
   ///     ``taskExecutor``. `nil`, the default: the global concurrent executor.
+  ///   - clock: what its operations' deadlines and timeouts are measured on (see
+  ///     ``QueueClock``): the system's monotonic clock by default; a test passes a manual clock's
+  ///     (`ActorQueueTesting`).
   public init(
     name: String? = nil, maxConcurrentOperationCount: Int = defaultMaxConcurrentOperationCount,
-    taskPriority: TaskPriority? = nil, taskExecutor: (any TaskExecutor)? = nil
+    taskPriority: TaskPriority? = nil, taskExecutor: (any TaskExecutor)? = nil, clock: QueueClock = .system
   ) {
     let limit = Self.validated(maxConcurrentOperationCount)
     storedName = name
     storedTaskPriority = taskPriority
     storedTaskExecutor = taskExecutor
+    self.clock = clock
     isMainQueue = false
     reference = Engine.mutate {
-      $0.createQueue(name: name, limit: limit, taskPriority: taskPriority, taskExecutor: taskExecutor)
+      $0.createQueue(
+        name: name, limit: limit, taskPriority: taskPriority, taskExecutor: taskExecutor, clock: clock)
     }
     Engine.mutate { [reference] in $0.queues[reference.index].owner = self }
   }
@@ -88,6 +95,7 @@ public actor ActorQueue {
     storedName = name
     storedTaskPriority = nil
     storedTaskExecutor = nil
+    clock = .system
     isMainQueue = true
     reference = Engine.mutate { $0.createQueue(name: name, limit: 1, taskPriority: nil) }
     Engine.mutate { [reference] in $0.queues[reference.index].owner = self }
@@ -246,7 +254,7 @@ public actor ActorQueue {
     name: String? = nil, priority: OperationPriority = .normal,
     _ body: @escaping @Sendable () async throws -> Success
   ) -> QueueOperation<Success> {
-    submit(name: name, priority: priority, .typed(body), as: QueueOperation<Success>.self)
+    submit(name: name, priority: priority, traits: [], .typed(body), as: QueueOperation<Success>.self)
   }
 
   /// Adds an operation that runs `body`, a closure that returns nothing and cannot throw, and
@@ -262,13 +270,14 @@ public actor ActorQueue {
     name: String? = nil, priority: OperationPriority = .normal,
     _ body: @escaping @Sendable () async -> Void
   ) -> QueueOperation<Void> {
-    submit(name: name, priority: priority, .void(body), as: QueueOperation<Void>.self)
+    submit(name: name, priority: priority, traits: [], .void(body), as: QueueOperation<Void>.self)
   }
 
   /// Creates the handle and record of a new operation and submits it, in one critical section.
   @inline(__always)
-  private nonisolated func submit<Success: Sendable>(
-    name: String?, priority: OperationPriority, _ work: OperationWork, as type: QueueOperation<Success>.Type
+  nonisolated func submit<Success: Sendable>(
+    name: String?, priority: OperationPriority, traits: [OperationTrait], _ work: OperationWork,
+    as type: QueueOperation<Success>.Type
   ) -> QueueOperation<Success> {
     let index = index
     // The handle is created with its record, in the same critical section as its submission
@@ -278,6 +287,7 @@ public actor ActorQueue {
     let (operation, spawn) = Engine.scheduler.withLock { scheduler in
       let id = OperationID()
       let record = scheduler.createOperation(id: id, name: name, priority: priority, work: work)
+      if !traits.isEmpty { scheduler.setTraits(traits, of: record) }
       let operation = type.init(id: id, name: name, recordIndex: record)
       return (operation, scheduler.submitNew(operation, to: index, now: Engine.now, &effects))
     }

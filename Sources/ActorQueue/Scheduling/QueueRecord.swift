@@ -11,6 +11,8 @@ struct QueueRecord: Sendable {
   /// resilient type whose layout is known only at run time, which would make every record
   /// that holds one slow to copy and test (its optionals through value witnesses).
   var taskPriority: UInt8?
+  /// The ``QueueClock`` its operations' deadlines and timeouts are measured on (its `id`).
+  var clock: UInt64 = 0
   /// The task executor its worker tasks prefer, if any; let go of outside the lock when the
   /// record is freed (it is the user's).
   var taskExecutor: (any TaskExecutor)?

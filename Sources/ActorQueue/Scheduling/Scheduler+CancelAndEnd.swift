@@ -53,7 +53,7 @@ extension Scheduler {
   }
 
   /// Cancels the task of the worker that runs `index`'s body, once.
-  private mutating func cancelTask(of index: Int, _ worker: Worker, _ effects: inout Effects) {
+  mutating func cancelTask(of index: Int, _ worker: Worker, _ effects: inout Effects) {
     guard !operations[index].taskCancelled else { return }
     operations[index].taskCancelled = true
     effects.cancel(worker)
@@ -96,6 +96,9 @@ extension Scheduler {
       operations[index].outcome = outcome
       return .finished
     }
+    if operations[index].extrasBox != nil, let timeout = timeoutError(of: index) {
+      return recordAfterTimeout(outcome, timeout, of: index)
+    }
     switch outcome.value {
     case .success:
       operations[index].outcome = outcome
@@ -111,6 +114,24 @@ extension Scheduler {
         return .cancelled
       }
       operations[index].outcome = outcome
+      return .failed
+    }
+  }
+
+  /// ``record(_:of:)`` for an operation whose deadline or timeout passed while it ran: a value
+  /// still finishes it; any throw fails it with `timeout`, keeping the body's error as its
+  /// ``thrownError(of:)``.
+  @inline(never)
+  private mutating func recordAfterTimeout(
+    _ outcome: OutcomeBox, _ timeout: OperationTimeoutError, of index: Int
+  ) -> OperationState {
+    switch outcome.value {
+    case .success:
+      operations[index].outcome = outcome
+      return .finished
+    case .failure(let error):
+      operations[index].thrownError = error
+      operations[index].outcome = OutcomeBox(.failure(timeout))
       return .failed
     }
   }
@@ -160,6 +181,9 @@ extension Scheduler {
 
     if !operations[index].completionHandlers.isEmpty { scheduleCompletionHandlers(of: index, &effects) }
     if !operations[index].waiters.isEmpty { wakeWaiters(of: index, &effects) }
+    if operations[index].extrasBox != nil, operations[index].extras?.time != nil {
+      endTime(of: index, &effects)
+    }
 
     if operations[index].extrasBox != nil, operations[index].hasFollowers {
       endFollowers(of: index, as: terminal, into: &work, &effects)

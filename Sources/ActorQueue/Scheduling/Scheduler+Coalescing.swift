@@ -111,9 +111,17 @@ extension Scheduler {
   /// Cancels a caller's handle: it ends `.cancelled` at once; the shared work is cancelled once
   /// no caller waits for it any more.
   mutating func cancelFollower(_ index: Int, _ effects: inout Effects) {
-    let leader = operations[index].leader
     operations[index].cancelRequested = true
-    terminate(index, as: .cancelled, error: cancellationError, &effects)
+    endFollower(index, as: .cancelled, error: cancellationError, &effects)
+  }
+
+  /// Ends a caller's handle to coalesced work alone (cancelled, or its deadline passed); the
+  /// work goes on for the others, and is cancelled when no caller waits for it any more.
+  mutating func endFollower(
+    _ index: Int, as terminal: OperationState, error: any Error, _ effects: inout Effects
+  ) {
+    let leader = operations[index].leader
+    terminate(index, as: terminal, error: error, &effects)
     if let position = operations[leader].extras!.followerHandles.firstIndex(where: { $0.recordIndex == index }
     ) {
       effects.garbage.releaseLater(handle: operations[leader].extras!.followerHandles.remove(at: position))

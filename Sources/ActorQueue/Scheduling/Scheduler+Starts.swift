@@ -16,6 +16,8 @@ extension Scheduler {
   /// the best ready operation claimed for it here, so an add→start on an idle queue takes the
   /// lock once on each side.
   mutating func settle(now: () -> SchedulerInstant, _ effects: inout Effects) {
+    // Deadlines of operations just added (one already past ends its operation here).
+    if hasTimeWork { settleTime(now: now, &effects) }
     if hasBulk { holdOrLetGoQueues() }
     while firstTouched >= 0 {
       let queue = takeFirstTouched()
@@ -40,6 +42,8 @@ extension Scheduler {
         effects.spawn(Spawn(taskPriority: queues[queue].taskPriority, worker: newWorker(for: queue)))
       }
     }
+    // Timeouts of bodies just started; the timer task.
+    if hasTimeWork { settleTime(now: now, &effects) }
     // An end that freed the last record leaves every record free: the storage is judged. Tested
     // here, not in the callee, so that the common event makes no call.
     if freeOperations.count == operations.count { judgeStorageIfAllFree(now: now) }
@@ -124,6 +128,7 @@ extension Scheduler {
       // Runs elsewhere: no worker holds it (cancel() calls its `cancel`).
       operations[index].startOrder = nextStart
       transition(index, to: .executing(.external), claimed: true, &effects)
+      if operations[index].extrasBox != nil { noteTimedStart(index) }
       return .start(operation: index, id: operations[index].id, work: external)
     }
     // First in the queue's started bodies (see `linkStarted`), in the access that claims it.
@@ -134,6 +139,7 @@ extension Scheduler {
     if next >= 0 { operations[next].previousStarted = index }
     queues[queue].firstStarted = index
     transition(index, to: .executing(.worker(worker)), claimed: true, &effects)
+    if operations[index].extrasBox != nil { noteTimedStart(index) }
     return .run(operation: index, id: operations[index].id, body: body)
   }
 
@@ -167,6 +173,7 @@ extension Scheduler {
     nextStart += 1
     operations[index].startOrder = nextStart
     transition(index, to: .executing(.external), claimed: true, &effects)
+    if operations[index].extrasBox != nil { noteTimedStart(index) }
     effects.startExternal(index, id: operations[index].id, external)
   }
 

@@ -170,11 +170,12 @@ extension Scheduler {
 
   /// Creates a queue's record.
   mutating func createQueue(
-    name: String?, limit: Int, taskPriority: TaskPriority?, taskExecutor: (any TaskExecutor)? = nil
+    name: String?, limit: Int, taskPriority: TaskPriority?, taskExecutor: (any TaskExecutor)? = nil,
+    clock: QueueClock = .system
   ) -> QueueReference {
     nextQueueGeneration += 1
     let record = QueueRecord(
-      generation: nextQueueGeneration, name: name, taskPriority: taskPriority?.rawValue,
+      generation: nextQueueGeneration, name: name, taskPriority: taskPriority?.rawValue, clock: clock.id,
       taskExecutor: taskExecutor, machine: QueueStartRule(limit: limit))
     if let index = freeQueues.popLast() {
       queues[index] = record

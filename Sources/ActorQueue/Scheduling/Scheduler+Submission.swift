@@ -100,6 +100,9 @@ extension Scheduler {
     if previous >= 0 { operations[previous].nextInQueue = index }
     if operations[index].external != nil { queues[queue].hasExternalWork = true }
     if !queues[queue].barriers.isEmpty { waitForBarriers(index, of: queue, &effects) }
+    if operations[index].extrasBox != nil, operations[index].extras?.time?.hasTraits == true {
+      noteTimedSubmission(index)
+    }
     if operations[index].unfinishedDependencies == 0 && !operations[index].pauseHeld {
       makeReady(index, &effects)
     } else if !queues[queue].subscribers.isEmpty {

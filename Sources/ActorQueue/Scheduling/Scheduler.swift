@@ -128,6 +128,21 @@ struct Scheduler: Sendable {
   var releaseBacklog: [Handle] = []
   var isDrainingBacklog = false
 
+  // Time (see `Scheduler+Time.swift`).
+  /// Each clock's timers, by `QueueClock.id` (0: the system clock); a manual clock's instant.
+  var clocks: [UInt64: ClockTimers] = [:]
+  /// Time traits the current event noted, armed when it settles.
+  var pendingTimes: [PendingTime] = []
+  /// The current event has time work for `settle` (`pendingTimes`, or the system clock's timers
+  /// changed): one test for events that have none.
+  var hasTimeWork = false
+  var systemTimersChanged = false
+  /// The instant the timer task was last told to sleep until (`nil`: it was told to end).
+  var armedSystemTimer: Int64?
+  var timerGeneration: UInt64 = 0
+  var nextTimerSequence: UInt64 = 0
+  var nextWaiterToken: UInt64 = 0
+
   /// The workers asked to pause, where checkpoints find them: the process's queues share
   /// `Engine.pauses`; a test's scheduler value has its own.
   let pauses: PauseDirectory

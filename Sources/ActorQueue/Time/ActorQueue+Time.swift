@@ -1,0 +1,107 @@
+/// Deadlines and timeouts: the `traits:` overloads, and waiting with a time limit.
+extension ActorQueue {
+  /// The instant `duration` from now on this queue's ``clock``: a deadline for operations of
+  /// this queue, or of any queue on the same clock.
+  public nonisolated func deadline(in duration: Duration) -> QueueDeadline {
+    clock.deadline(in: duration)
+  }
+
+  /// Adds an operation with traits (a deadline, a timeout; see ``OperationTrait``), and returns
+  /// its handle: otherwise the same as ``addOperation(name:priority:_:)->QueueOperation<Success>``.
+  ///
+  /// ```swift
+  /// let page = queue.addOperation(traits: [.timeout(.seconds(10))]) { try await fetch(url) }
+  /// ```
+  ///
+  /// Cost: what `addOperation` costs, plus the traits' record (one allocation) and a timer per
+  /// deadline or timeout, O(log n) in the timers armed. An empty `traits` costs nothing more.
+  @discardableResult
+  public nonisolated func addOperation<Success: Sendable>(
+    name: String? = nil, priority: OperationPriority = .normal, traits: [OperationTrait],
+    _ body: @escaping @Sendable () async throws -> Success
+  ) -> QueueOperation<Success> {
+    submit(name: name, priority: priority, traits: traits, .typed(body), as: QueueOperation<Success>.self)
+  }
+
+  /// Adds an operation that receives the values of its inputs, with traits: otherwise the same
+  /// as ``addOperation(name:priority:after:_:operation:)``. A deadline counts from this call, not
+  /// from when the inputs finish; an input's deadline does not pass to this operation.
+  @discardableResult
+  public nonisolated func addOperation<First: Sendable, each More: Sendable, Success: Sendable>(
+    name: String? = nil, priority: OperationPriority = .normal, traits: [OperationTrait],
+    after first: QueueOperation<First>, _ more: repeat QueueOperation<each More>,
+    operation body: @escaping @Sendable (First, repeat each More) async throws -> Success
+  ) -> QueueOperation<Success> {
+    let operation = QueueOperation<Success>(name: name, priority: priority, traits: traits) {
+      try await body(first.inputValue(), repeat (each more).inputValue())
+    }
+    var inputs: [AnyQueueOperation] = [first]
+    for input in repeat each more { inputs.append(input) }
+    Engine.run { $0.submit(operation, inputs: inputs, to: index, now: Engine.now, &$1) }
+    return operation
+  }
+}
+
+extension QueueOperation {
+  /// A prepared operation with traits (see ``OperationTrait``), not in any queue yet: otherwise
+  /// the same as ``init(name:priority:_:)``. A deadline `in:` a duration counts from when it is
+  /// added to a queue, on that queue's clock; an absolute deadline must be of that queue's clock
+  /// (precondition, checked when it is added).
+  public convenience init(
+    name: String? = nil, priority: OperationPriority = .normal, traits: [OperationTrait],
+    _ body: @escaping @Sendable () async throws -> Success
+  ) {
+    self.init(name: name, priority: priority, body)
+    if !traits.isEmpty { Engine.mutate { [recordIndex] in $0.setTraits(traits, of: recordIndex) } }
+  }
+}
+
+extension AnyQueueOperation {
+  /// Suspends until the operation has ended or `timeout` has passed on its queue's clock (the
+  /// system clock while it is in no queue), whichever comes first; returns whether it ended.
+  /// The operation is left alone either way (to stop it, call ``cancel()``). A `timeout` of zero
+  /// or less returns at once.
+  ///
+  /// Like ``waitUntilFinished()``, cancelling the waiting task does not end the wait. Cost: one
+  /// timer, O(log n) in the timers armed. Foundation has no such wait (its `waitUntilFinished()`
+  /// blocks a thread for as long as it takes).
+  public func waitUntilFinished(timeout: Duration) async -> Bool {
+    guard timeout > .zero else { return isFinished }
+    return await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+      let waits = Engine.run {
+        $0.addTimedWaiter(continuation, to: recordIndex, timeout: timeout, now: Engine.now, &$1)
+      }
+      if !waits { continuation.resume(returning: true) }
+    }
+  }
+}
+
+extension AnyQueueOperation {
+  /// Callers in ``waitUntilFinished(timeout:)`` now (for tests).
+  package var timedWaiterCount: Int {
+    Engine.read { $0.operations[recordIndex].extras?.time?.timedWaiters.count ?? 0 }
+  }
+}
+
+extension MainQueue {
+  /// Adds an operation whose `body` runs on the main actor, with traits; see
+  /// ``ActorQueue/addOperation(name:priority:traits:_:)``.
+  @discardableResult
+  public func addOperation<Success: Sendable>(
+    name: String? = nil, priority: OperationPriority = .normal, traits: [OperationTrait],
+    _ body: @escaping @MainActor @Sendable () async throws -> Success
+  ) -> QueueOperation<Success> {
+    queue.addOperation(name: name, priority: priority, traits: traits) { try await body() }
+  }
+}
+
+extension Scheduler {
+  /// Gives a new operation, not yet enqueued, its traits.
+  mutating func setTraits(_ traits: [OperationTrait], of index: Int) {
+    var time = operations[index].extras?.time ?? OperationTime()
+    time.add(traits)
+    guard time.hasTraits else { return }
+    if operations[index].extras == nil { operations[index].extras = OperationExtras() }
+    operations[index].extras!.time = time
+  }
+}

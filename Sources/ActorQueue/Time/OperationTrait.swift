@@ -1,0 +1,101 @@
+/// An option that configures one operation: a deadline or a timeout (more kinds join this type
+/// later without new overloads). Passed as `traits:` to ``ActorQueue/addOperation(name:priority:traits:_:)``
+/// and ``QueueOperation/init(name:priority:traits:_:)``.
+///
+/// ```swift
+/// let report = queue.addOperation(traits: [.deadline(in: .seconds(30)), .timeout(.seconds(5))]) {
+///   try await render()
+/// }
+/// ```
+///
+/// An operation given no traits keeps the fastest paths and pays nothing for them. With several
+/// deadlines the earliest applies; with several timeouts the shortest.
+public struct OperationTrait: Sendable, CustomStringConvertible {
+  enum Kind: Sendable {
+    case deadline(QueueDeadline)
+    case deadlineIn(Duration)
+    case timeout(Duration)
+  }
+
+  let kind: Kind
+
+  /// Ends the operation with ``OperationTimeoutError/Kind-swift.struct/deadline`` if it has not
+  /// ended by `deadline`, an instant of its queue's clock (a deadline of another clock is refused
+  /// when the operation is added, with a precondition failure).
+  ///
+  /// Not started by then (waiting for a dependency or a slot, held by `pause()`): it ends
+  /// `.failed` at once and never runs, holding no slot. Executing: its task is cancelled, and it
+  /// ends when its body returns: `.failed` with the timeout error if the body throws (its own
+  /// error stays in ``AnyQueueOperation/thrownError``), `.finished` if it returns a value anyway.
+  /// Whichever comes first, `cancel()` or the deadline, decides: cancelled first, it ends
+  /// `.cancelled`. Not passed to dependents.
+  public static func deadline(_ deadline: QueueDeadline) -> OperationTrait {
+    OperationTrait(kind: .deadline(deadline))
+  }
+
+  /// ``deadline(_:)`` at `duration` after the operation is added to its queue, on the queue's
+  /// clock. A duration of zero or less ends it as soon as it is added.
+  public static func deadline(in duration: Duration) -> OperationTrait {
+    OperationTrait(kind: .deadlineIn(duration))
+  }
+
+  /// Ends the operation with ``OperationTimeoutError/Kind-swift.struct/executionTimeout`` if its
+  /// body runs longer than `duration`, counted from the body's start (time spent waiting for a
+  /// dependency or a slot does not count). What happens then is what ``deadline(_:)`` does to an
+  /// executing operation. `duration` must be positive (precondition, in every build
+  /// configuration): to stop an operation now, call `cancel()`.
+  public static func timeout(_ duration: Duration) -> OperationTrait {
+    guard duration > .zero else {
+      fatalError(
+        "ActorQueue: .timeout(\(duration)) must be positive; to stop an operation now, call cancel(), "
+          + "and for an instant, use .deadline(_:)")
+    }
+    return OperationTrait(kind: .timeout(duration))
+  }
+
+  /// `deadline 12.5s (system)`, `deadline in 2.0 seconds`, `timeout 0.5 seconds`.
+  public var description: String {
+    switch kind {
+    case .deadline(let deadline): "deadline \(deadline)"
+    case .deadlineIn(let duration): "deadline in \(duration)"
+    case .timeout(let duration): "timeout \(duration)"
+    }
+  }
+}
+
+/// The error an operation ends with when its deadline passes or its body runs past its timeout
+/// (`.failed`, not `.cancelled`: a `catch is CancellationError` that ignores cancellations does
+/// not swallow timeouts).
+///
+/// Dependents that require the operation's success end with a ``DependencyFailedError`` that
+/// carries it.
+public struct OperationTimeoutError: Error, Sendable, Hashable, CustomStringConvertible {
+  /// Which limit passed. A struct, not an enum, so that new kinds never break a `switch`.
+  public struct Kind: Sendable, Hashable, CustomStringConvertible {
+    let rawValue: UInt8
+
+    /// The operation's ``OperationTrait/deadline(_:)`` passed.
+    public static let deadline = Kind(rawValue: 0)
+    /// Its body ran longer than its ``OperationTrait/timeout(_:)``.
+    public static let executionTimeout = Kind(rawValue: 1)
+
+    /// `deadline` or `executionTimeout`.
+    public var description: String { rawValue == 0 ? "deadline" : "executionTimeout" }
+  }
+
+  /// Which limit passed.
+  public let kind: Kind
+  /// The operation that timed out.
+  public let operationID: OperationID
+  /// Its name, if it has one.
+  public let operationName: String?
+  /// Whether its body had started when the limit passed (otherwise it never ran).
+  public let hadStarted: Bool
+
+  /// `deadline passed for fetch (op#12) before it started`.
+  public var description: String {
+    let what = kind == .deadline ? "deadline passed" : "execution timeout passed"
+    let name = operationName.map { "\($0) (\(operationID))" } ?? operationID.description
+    return "\(what) for \(name) \(hadStarted ? "while it executed" : "before it started")"
+  }
+}

@@ -39,7 +39,7 @@ let package = Package(
     .testTarget(name: "ActorQueueTests", dependencies: ["ActorQueue", "ActorQueueTesting", "TestSupport"]),
     .testTarget(
       name: "OperationAdapterTests",
-      dependencies: ["ActorQueue", "OperationAdapter", "TestSupport", "LegacyFixtures"]),
+      dependencies: ["ActorQueue", "ActorQueueTesting", "OperationAdapter", "TestSupport", "LegacyFixtures"]),
     // The Swift code of README.md, Migration.md and the DocC articles, compiled and run: each
     // block is a `// snippet: NAME` region here, kept equal to the document by .ci/snippets.py.
     .testTarget(name: "DocumentationTests", dependencies: ["ActorQueue", "OperationAdapter", "TestSupport"]),

@@ -176,6 +176,38 @@ extension ActorQueue {
     try addOperation(handle)
     return handle
   }
+
+  /// Adds a legacy `Operation` with traits (a deadline, an execution timeout; see
+  /// `OperationTrait`), otherwise as ``addOperation(legacy:timeout:error:)``.
+  ///
+  /// A deadline or trait timeout does to a legacy operation what it does to any operation, and
+  /// waits for it, as Foundation waits for a cancelled operation to finish:
+  /// - Not started by then: it is cancelled and started without a slot so that it can see
+  ///   `isCancelled` and finish (Foundation's rule, as `cancel()` does); the handle ends
+  ///   `.failed` with `OperationTimeoutError` once it has finished.
+  /// - Executing: its `cancel()` is called; it keeps its slot until it finishes; the handle
+  ///   then ends `.failed` with `OperationTimeoutError` if it finished cancelled (or with the
+  ///   error `error` read), `.finished` if it finished without having been cancelled.
+  ///
+  /// `timeout:` is the other rule, for code that may never finish: once it has passed the
+  /// adapter stops waiting, frees the slot and ends the handle with
+  /// ``OperationAdapterError/timedOut``, abandoning the operation. Give a legacy operation
+  /// deadlines as traits, and `timeout:` only as the bound on a finish that may never come.
+  ///
+  /// - Throws: as ``addOperation(legacy:)``.
+  @discardableResult
+  public nonisolated func addOperation<Op: Operation>(
+    legacy operation: Op, traits: [OperationTrait], timeout: Duration? = nil,
+    error failure: (@Sendable (Op) -> (any Error)?)? = nil
+  ) throws -> QueueOperation<Op> {
+    var readFailure: (@Sendable () -> (any Error)?)?
+    if let failure { readFailure = { [operation] in failure(operation) } }
+    let run = try LegacyRun.prepare(operation, timeout: timeout, failure: readFailure).get()
+    let handle = QueueOperation<Op>(preparing: run, followsChanges: followsChanges)
+    handle.setTraits(traits)
+    try addOperation(handle)
+    return handle
+  }
 }
 
 extension ActorQueue {

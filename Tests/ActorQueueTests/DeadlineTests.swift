@@ -335,6 +335,50 @@ struct DeadlineTests {
     release.open()
   }
 
+  @Test(
+    "Coalesced work: a joiner's deadline ends only its handle; the work is cancelled once no handle waits")
+  func coalescingJoinerDeadline() async throws {
+    let clock = ManualClock()
+    let queue = ActorQueue(clock: clock.queueClock)
+    let started = Gate()
+    let finish = Gate()
+    let body: @Sendable () async throws -> String = {
+      started.open()
+      await finish.wait()
+      try Task.checkCancellation()
+      return "image"
+    }
+    let patient = queue.addOperation(name: "patient", coalescingBy: "url", body)
+    let hurried = queue.addOperation(
+      name: "hurried", traits: [.deadline(in: .seconds(1))], coalescingBy: "url", body)
+    await started.wait()
+    clock.advance(by: .seconds(1))
+    #expect(hurried.state == .failed)
+    #expect(await timeout(of: hurried)?.kind == .deadline)
+    #expect(patient.state == .executing)
+    finish.open()
+    #expect(try await patient.value == "image")
+
+    // Alone, its deadline leaves no handle waiting: the shared work is cancelled.
+    let started2 = Gate()
+    let alone = queue.addOperation(traits: [.deadline(in: .seconds(1))], coalescingBy: "other") {
+      started2.open()
+      await untilCancelled()
+      return Task.isCancelled
+    }
+    await started2.wait()
+    clock.advance(by: .seconds(1))
+    #expect(alone.state == .failed)
+    await queue.waitUntilAllOperationsAreFinished()
+  }
+
+  @Test("An execution timeout on coalesced work is refused, with a message")
+  func coalescingTimeoutRefused() async {
+    await #expect(processExitsWith: .failure) {
+      ActorQueue().addOperation(traits: [.timeout(.seconds(1))], coalescingBy: "k") { 1 }
+    }
+  }
+
   @Test("A deadline of another clock is refused when the operation is added, with a message")
   func deadlineOfAnotherClock() async {
     await #expect(processExitsWith: .failure) {

@@ -45,6 +45,34 @@ extension ActorQueue {
     name: String? = nil, priority: OperationPriority = .normal, coalescingBy key: some Hashable & Sendable,
     _ body: @escaping @Sendable () async throws -> Success
   ) -> QueueOperation<Success> {
+    addCoalesced(name: name, priority: priority, traits: [], key: key, body)
+  }
+
+  /// ``addOperation(name:priority:coalescingBy:_:)`` with traits, which are the caller's: a
+  /// deadline ends this caller's handle alone (`.failed` with ``OperationTimeoutError``), and the
+  /// shared work goes on for the others, cancelled only once no caller waits for it. An
+  /// execution timeout is refused (precondition, in every build configuration): the work is
+  /// shared, so no one caller's limit can stop it; give the handle a deadline instead.
+  @discardableResult
+  public nonisolated func addOperation<Success: Sendable>(
+    name: String? = nil, priority: OperationPriority = .normal, traits: [OperationTrait],
+    coalescingBy key: some Hashable & Sendable, _ body: @escaping @Sendable () async throws -> Success
+  ) -> QueueOperation<Success> {
+    for trait in traits {
+      if case .timeout = trait.kind {
+        fatalError(
+          "ActorQueue: addOperation(traits: [\(trait)], coalescingBy: \(key)): an execution timeout cannot apply "
+            + "to shared work, which other callers may still wait for; give this caller's handle a "
+            + ".deadline(in:) instead")
+      }
+    }
+    return addCoalesced(name: name, priority: priority, traits: traits, key: key, body)
+  }
+
+  private nonisolated func addCoalesced<Success: Sendable>(
+    name: String?, priority: OperationPriority, traits: [OperationTrait], key: some Hashable & Sendable,
+    _ body: @escaping @Sendable () async throws -> Success
+  ) -> QueueOperation<Success> {
     let key = CoalescingKey(key)
     let hash = key.hashValue
     let work = OperationWork.typed(body)
@@ -56,7 +84,7 @@ extension ActorQueue {
       let outcome = Engine.run { scheduler, effects in
         scheduler.submitCoalesced(
           key: key, hash: hash, version: bucket.version, match: match, resultType: Success.self, name: name,
-          priority: priority, work: work, to: index,
+          priority: priority, traits: traits, work: work, to: index,
           makeHandle: { id, record in type.init(id: id, name: name, recordIndex: record) },
           now: Engine.now, &effects)
       }

@@ -33,8 +33,9 @@ extension Scheduler {
   /// Returns the caller's handle, made by `makeHandle` from its record's identifier and index.
   mutating func submitCoalesced(
     key: CoalescingKey, hash: Int, version: UInt64, match: CoalescingBucket.Entry?, resultType: Any.Type,
-    name: String?, priority: OperationPriority, work: OperationWork, to queue: Int,
-    makeHandle: (OperationID, Int) -> Handle, now: () -> SchedulerInstant, _ effects: inout Effects
+    name: String?, priority: OperationPriority, traits: [OperationTrait] = [], work: OperationWork,
+    to queue: Int, makeHandle: (OperationID, Int) -> Handle, now: () -> SchedulerInstant,
+    _ effects: inout Effects
   ) -> CoalescingOutcome {
     guard (queues[queue].coalesced[hash]?.version ?? 0) == version else { return .retry }
     let leader: Int
@@ -67,6 +68,11 @@ extension Scheduler {
     operations[follower].extras = extras
     operations[follower].wasEnqueued = true
     transition(follower, to: .following(shown: operations[leader].phase.state), &effects)
+    if !traits.isEmpty {
+      // A caller's deadline is its handle's: it ends that handle alone.
+      setTraits(traits, of: follower)
+      noteTimedSubmission(follower, on: queue)
+    }
     operations[leader].extras!.followers.append(
       DependentEntry(index: follower, id: id, requiresSuccess: false))
     operations[leader].extras!.followerHandles.append(handle)

@@ -101,7 +101,7 @@ extension Scheduler {
     if operations[index].external != nil { queues[queue].hasExternalWork = true }
     if !queues[queue].barriers.isEmpty { waitForBarriers(index, of: queue, &effects) }
     if operations[index].extrasBox != nil, operations[index].extras?.time?.hasTraits == true {
-      noteTimedSubmission(index)
+      noteTimedSubmission(index, on: queue)
     }
     if operations[index].unfinishedDependencies == 0 && !operations[index].pauseHeld {
       makeReady(index, &effects)

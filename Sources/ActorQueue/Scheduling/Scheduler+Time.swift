@@ -25,9 +25,9 @@ extension Scheduler {
 
   // MARK: Arming
 
-  /// `index`, just enqueued, has time traits: its deadline is armed when the event settles.
-  mutating func noteTimedSubmission(_ index: Int) {
-    let queue = operations[index].queue
+  /// `index`, just enqueued in `queue` (or a caller's handle to coalesced work there), has time
+  /// traits: its deadline is armed when the event settles.
+  mutating func noteTimedSubmission(_ index: Int, on queue: Int) {
     let clock = queues[queue].clock
     if let requested = operations[index].extras?.time?.requestedDeadline, requested.clock.id != clock {
       fatalError(

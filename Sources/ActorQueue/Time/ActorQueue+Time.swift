@@ -77,6 +77,11 @@ extension AnyQueueOperation {
 }
 
 extension AnyQueueOperation {
+  /// Gives this operation, not yet in a queue, traits (the OperationAdapter's legacy handles).
+  package func setTraits(_ traits: [OperationTrait]) {
+    if !traits.isEmpty { Engine.mutate { [recordIndex] in $0.setTraits(traits, of: recordIndex) } }
+  }
+
   /// Callers in ``waitUntilFinished(timeout:)`` now (for tests).
   package var timedWaiterCount: Int {
     Engine.read { $0.operations[recordIndex].extras?.time?.timedWaiters.count ?? 0 }

@@ -14,12 +14,17 @@ enum CountedWorkload: String, CaseIterable, Sendable {
   case idleStart = "idle-start"
   /// `idle-start` without the queue: the same flushes and waits, to subtract from it.
   case idleBaseline = "idle-baseline"
+  /// `independent-max4` with a deadline on each operation that never fires (an hour away): what
+  /// a time trait costs (`CountTimed.swift`).
+  case deadlineMax4 = "deadline-max4"
 
   /// Runs the workload `n` times.
   func run(_ n: Int) {
     switch self {
     case .independentMax4:
       _ = Independent.actorQueue(n: n, limit: 4)
+    case .deadlineMax4:
+      TimedCount.deadlineMax4(n)
     case .idleStart, .idleBaseline:
       let queue = ActorQueue(name: "idle", maxConcurrentOperationCount: 4)
       let ran = DispatchSemaphore(value: 0)

@@ -42,7 +42,9 @@ let package = Package(
       dependencies: ["ActorQueue", "ActorQueueTesting", "OperationAdapter", "TestSupport", "LegacyFixtures"]),
     // The Swift code of README.md, Migration.md and the DocC articles, compiled and run: each
     // block is a `// snippet: NAME` region here, kept equal to the document by .ci/snippets.py.
-    .testTarget(name: "DocumentationTests", dependencies: ["ActorQueue", "OperationAdapter", "TestSupport"]),
+    .testTarget(
+      name: "DocumentationTests",
+      dependencies: ["ActorQueue", "ActorQueueTesting", "OperationAdapter", "TestSupport"]),
     .testTarget(
       name: "DownloadManagerTests", dependencies: ["DownloadManagerKit", "ActorQueue", "TestSupport"],
       path: "Tests/Examples/DownloadManagerTests"),

@@ -242,7 +242,8 @@ def matches(line, pattern):
 def consumer(directory):
     """Builds README's manifest as a package of its own, beside a link to this one named
     ActorQueue, with README's Quick start as its main.swift; runs it and compares what it prints
-    with README's output block. Returns the list of problems."""
+    with README's output block; runs README's test (readme-testing) in the manifest's test
+    target, if it has one. Returns the list of problems."""
     import shutil
     import subprocess
 
@@ -263,9 +264,23 @@ def consumer(directory):
     (root / "App" / "Package.swift").write_text(manifest)
     _, _, imports, body = snippets["quick-start"]
     (root / "App" / "Sources" / name / "main.swift").write_text("\n".join(imports + [""] + body) + "\n")
+    tests = re.search(r'\.testTarget\(\s*name:\s*"(\w+)"', manifest)
+    if tests:
+        # README's test of code with a deadline, as the manifest's test target: it must build
+        # against the ActorQueueTesting product and pass.
+        if "readme-testing" not in snippets:
+            return ["README.md's manifest has a test target but README has no readme-testing snippet"]
+        (root / "App" / "Tests" / tests.group(1)).mkdir(parents=True)
+        _, _, test_imports, test_body = snippets["readme-testing"]
+        (root / "App" / "Tests" / tests.group(1) / "Tests.swift").write_text(
+            "\n".join(test_imports + [""] + test_body) + "\n")
     build = subprocess.run(["swift", "build", "--product", name], cwd=root / "App", capture_output=True, text=True)
     if build.returncode != 0:
         return ["the README's manifest and Quick start do not build as a package:\n" + build.stdout + build.stderr]
+    if tests:
+        test = subprocess.run(["swift", "test"], cwd=root / "App", capture_output=True, text=True)
+        if test.returncode != 0 or "passed" not in test.stdout + test.stderr:
+            return ["README's test, in the manifest's test target, did not pass:\n" + test.stdout + test.stderr]
     run = subprocess.run(
         [str(root / "App" / ".build" / "debug" / name)], capture_output=True, text=True, timeout=120)
     printed = run.stdout.rstrip("\n").split("\n")
@@ -285,7 +300,7 @@ def main():
             print(problem)
         if problems:
             return 1
-        print("snippets: README's manifest builds as a package and its Quick start prints what README shows")
+        print("snippets: README's manifest builds as a package, its Quick start prints what README shows, its test passes")
         return 0
     docs, srcs = documents(), sources()
     if "--self-test" in sys.argv:

@@ -1,4 +1,5 @@
 import ActorQueue
+import ActorQueueTesting
 import Foundation
 import OperationAdapter
 import TestSupport
@@ -196,6 +197,54 @@ struct ArticleTests {
     // end snippet
 
     try expectOutput(transcript, "docc-cancellation")
+  }
+
+  @Test("Deadlines and timeouts")
+  func deadlines() async throws {
+    let transcript = Transcript()
+    @Sendable func print(_ items: Any...) { transcript.print(items) }
+    @Sendable func render() async throws -> String { "report" }
+
+    // snippet: docc-deadlines
+    let queue = ActorQueue(name: "reports", maxConcurrentOperationCount: 1)
+    queue.isSuspended = true  // nothing starts: the deadline finds the operation waiting
+    let report = queue.addOperation(name: "report", traits: [.deadline(in: .milliseconds(50))]) {
+      try await render()
+    }
+    do {
+      _ = try await report.value
+    } catch let error as OperationTimeoutError {
+      print(report.state, error.kind, "started:", error.hadStarted)
+    }
+    // end snippet
+
+    try expectOutput(transcript, "docc-deadlines")
+  }
+
+  @Test("Deadlines and timeouts: testing on a manual clock")
+  func manualClock() async throws {
+    let transcript = Transcript()
+    @Sendable func print(_ items: Any...) { transcript.print(items) }
+
+    // snippet: docc-manual-clock
+    let clock = ManualClock()
+    let queue = ActorQueue(name: "tested", maxConcurrentOperationCount: 1, clock: clock.queueClock)
+    let (begun, begin) = AsyncStream<Void>.makeStream()
+    let slow = queue.addOperation(name: "slow", traits: [.timeout(.seconds(2))]) {
+      begin.finish()
+      try await Task.sleep(for: .seconds(3_600))  // wakes early when cancelled
+    }
+    let waiting = queue.addOperation(name: "waiting", traits: [.deadline(in: .seconds(1))]) {}
+    for await _ in begun {}
+
+    clock.advance(by: .seconds(1))  // waiting's deadline: it ends before advance returns
+    print(waiting.state)
+    clock.advance(by: .seconds(1))  // slow's timeout: its task is cancelled
+    _ = await slow.result
+    print(slow.state, slow.thrownError is CancellationError)
+    // end snippet
+
+    try expectOutput(transcript, "docc-manual-clock")
   }
 
   @Test("Cancellation: the structured wait")

@@ -324,3 +324,40 @@ func adapterFailureBefore(queue: OperationQueue, query: String, gallery: Gallery
   queue.addOperation(search)
   // end snippet
 }
+
+/// A page fetched synchronously, as a `BlockOperation` body does.
+func fetchPage() {}
+
+func timeoutBefore(queue: OperationQueue) {
+  // snippet: timeout-before
+  let request = BlockOperation { fetchPage() }
+  queue.addOperation(request)
+  DispatchQueue.global().asyncAfter(deadline: .now() + 10) { [weak request] in
+    request?.cancel()  // cancelled, not failed: callers cannot tell a timeout from a cancel
+  }
+  // end snippet
+}
+
+/// The error a hand-written race throws.
+struct TimedOut: Error {}
+
+/// A fetch, as the "after" examples' stand-in does.
+@Sendable func fetchForRace(_ name: String) async throws -> String { name }
+
+struct TimeoutRaceBefore: Sendable {
+  func fetch(_ name: String) async throws -> String { try await fetchForRace(name) }
+
+  // snippet: timeout-race-before
+  func pageWithTimeout() async throws -> String {
+    try await withThrowingTaskGroup(of: String.self) { group in
+      group.addTask { try await fetch("page") }
+      group.addTask {
+        try await Task.sleep(for: .seconds(10))
+        throw TimedOut()
+      }
+      defer { group.cancelAll() }
+      return try await group.next()!
+    }
+  }
+  // end snippet
+}

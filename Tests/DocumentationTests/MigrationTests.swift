@@ -383,6 +383,33 @@ struct MigrationTests {
     #expect(value == 42)
   }
 
+  @Test("A timeout")
+  func timeout() async throws {
+    let transcript = Transcript()
+    @Sendable func print(_ items: Any...) { transcript.print(items) }
+    @Sendable func fetch(_ name: String) async throws -> String { name }
+    let queue = ActorQueue(name: "network")
+
+    // snippet: timeout-after
+    let page = queue.addOperation(name: "page", traits: [.timeout(.seconds(10))]) {
+      try await fetch("page")
+    }
+    let report = queue.addOperation(name: "report", traits: [.deadline(in: .seconds(30))]) {
+      try await fetch("report")
+    }
+    do {
+      print(try await page.value, try await report.value)
+    } catch let timeout as OperationTimeoutError {
+      print("\(timeout.operationName ?? "an operation") took too long (\(timeout.kind))")
+    }
+
+    // Waiting with a time limit leaves the operation alone.
+    if await report.waitUntilFinished(timeout: .seconds(5)) == false { print("still running") }
+    // end snippet
+
+    try expectOutput(transcript, "timeout-after")
+  }
+
   @Test("Running on a queue of yours: underlyingQueue")
   func underlyingQueue() async throws {
     /// Counts its runs (the block's `dispatchPrecondition` checks where they run).

@@ -120,8 +120,6 @@ struct SchedulerEffects: Sendable {
     /// The external work of operations that ended: told so (`ended()`), then released.
     var endedExternal: (any ExternalWork)?
     var moreEndedExternal: [any ExternalWork]?
-    /// What the timer task should do: the last command of the event.
-    var timer: TimerCommand?
     /// The call's work beyond this hold of the lock: its next slices (see `BulkWork`). Boxed,
     /// one word: rare, and every event creates and moves its effects.
     var bulk: BulkWorkBox?
@@ -225,12 +223,11 @@ struct SchedulerEffects: Sendable {
   }
 
   /// Tell the timer task to sleep until another instant, or to end.
+  /// A closure among the resumptions, not a field of its own: every event moves these lists, and
+  /// a field costs each of them a copy more; the task ignores a command older than one it has.
   mutating func commandTimer(_ command: TimerCommand) {
-    recorded.timer = command
+    recorded.resumptions.append { TimerTask.perform(command) }
   }
-
-  /// The command for the timer task (for tests).
-  var timerCommand: TimerCommand? { lists?.timer }
 
   /// Leave `work` to the caller's next slices, once these effects are performed.
   mutating func addBulk(_ work: consuming BulkWork) {
@@ -290,7 +287,6 @@ struct SchedulerEffects: Sendable {
     if let cancellations = lists.cancellations { for worker in cancellations { worker.cancelTask() } }
     if let externalCancels = lists.externalCancels { for work in externalCancels { work.cancel() } }
     if let first = lists.externalStart { Engine.startExternal(first, then: lists.externalStarts) }
-    if let timer = lists.timer { TimerTask.perform(timer) }
     if let bulk = lists.bulk { Engine.continueBulk(bulk.work) }
   }
 }

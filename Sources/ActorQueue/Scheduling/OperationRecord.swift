@@ -108,8 +108,12 @@ struct OperationRecord: Sendable {
   /// The order in which operations started (one counter for every queue): excess pausing
   /// pauses the most recently started first among equal priorities.
   var startOrder: UInt64 = 0
-  /// What only coalesced work, its callers' handles and timed operations need, out of line: any
-  /// other operation carries one null reference (see ``extras``).
+  /// Its deadlines, timeouts and timed waiters: an index into `Scheduler.timeStates`, or -1
+  /// (most operations). Taken when it gets a time trait or a timed waiter, given back at its
+  /// end (see `Scheduler+Time.swift`).
+  var timeSlot: Int32 = -1
+  /// What only coalesced work and its callers' handles need, out of line: an operation that
+  /// does not coalesce carries one null reference (see ``extras``).
   private(set) var extrasBox: ExtrasBox?
 
   init(id: OperationID, name: String?, priority: OperationPriority, work: OperationWork) {
@@ -172,8 +176,8 @@ struct OperationRecord: Sendable {
     return nil
   }
 
-  /// What only coalesced work, its callers' handles and timed operations need, kept out of
-  /// line. Changed in place: the box is written only while this record holds the sole reference to it (copied
+  /// What only coalesced work and its callers' handles need, kept out of line. Changed in
+  /// place: the box is written only while this record holds the sole reference to it (copied
   /// first otherwise), so records keep value semantics (a test copies the whole scheduler).
   var extras: OperationExtras? {
     get { extrasBox?.value }
@@ -193,10 +197,10 @@ struct OperationRecord: Sendable {
 
   /// A caller's handle to coalesced work: the shared operation's record, which this one
   /// mirrors (state and outcome); -1 otherwise.
-  var leader: Int { extras?.leader ?? -1 }
+  var leader: Int { extrasBox?.value.leader ?? -1 }
 
   /// Shared work: whether callers' handles follow it.
-  var hasFollowers: Bool { !(extras?.followers.isEmpty ?? true) }
+  var hasFollowers: Bool { !(extrasBox?.value.followers.isEmpty ?? true) }
 
   /// The state its handle, its subscribers and its queue's see (for tests; the scheduler reads
   /// `phase.state`: a computed property of a record read through the array may copy the record).
@@ -431,8 +435,7 @@ struct PausedBody: Sendable {
   var stamp: ReadyStamp?
 }
 
-/// The fields of an operation's record that only some operations use: coalesced work and its
-/// callers' handles, and operations with time traits or timed waiters.
+/// The fields of an operation's record that only coalesced work and its callers' handles use.
 struct OperationExtras: Sendable {
   /// See ``OperationRecord/leader``.
   var leader = -1
@@ -446,8 +449,6 @@ struct OperationExtras: Sendable {
   var coalescing: (hash: Int, resultType: ObjectIdentifier)?
   /// Shared work: the result type, for the message when a caller expects another.
   var coalescingResultType: Any.Type?
-  /// Deadlines, timeouts and timed waiters (see `Scheduler+Time.swift`).
-  var time: OperationTime?
 }
 
 /// The box that keeps ``OperationExtras`` out of line of a record: its `extrasBox`, tested for

@@ -96,7 +96,7 @@ extension Scheduler {
       operations[index].outcome = outcome
       return .finished
     }
-    if operations[index].extrasBox != nil, let timeout = timeoutError(of: index) {
+    if operations[index].timeSlot >= 0, let timeout = timeoutError(of: index) {
       return recordAfterTimeout(outcome, timeout, of: index)
     }
     switch outcome.value {
@@ -181,9 +181,7 @@ extension Scheduler {
 
     if !operations[index].completionHandlers.isEmpty { scheduleCompletionHandlers(of: index, &effects) }
     if !operations[index].waiters.isEmpty { wakeWaiters(of: index, &effects) }
-    if operations[index].extrasBox != nil, operations[index].extras?.time != nil {
-      endTime(of: index, &effects)
-    }
+    if operations[index].timeSlot >= 0 { endTime(of: index, &effects) }
 
     if operations[index].extrasBox != nil, operations[index].hasFollowers {
       endFollowers(of: index, as: terminal, into: &work, &effects)

@@ -57,7 +57,7 @@ extension Scheduler {
       queues[queue].coalesced[hash, default: CoalescingBucket()].entries.append(
         CoalescingBucket.Entry(key: key, leader: index, leaderID: id))
       queues[queue].coalesced[hash]!.version = nextCoalescingVersion()
-      enqueue(shared, into: queue, &effects)
+      enqueue(shared, into: queue, now: now, &effects)
       leader = index
     }
     let id = OperationID()
@@ -71,7 +71,7 @@ extension Scheduler {
     if !traits.isEmpty {
       // A caller's deadline is its handle's: it ends that handle alone.
       setTraits(traits, of: follower)
-      noteTimedSubmission(follower, on: queue)
+      armDeadline(of: follower, on: queue, now: now)
     }
     operations[leader].extras!.followers.append(
       DependentEntry(index: follower, id: id, requiresSuccess: false))

@@ -115,7 +115,7 @@ extension Scheduler {
       }
     case .executing(.worker(let worker)):
       worker.setPauseRequested(false, in: pauses)
-    case .paused(var body) where !operations[index].cancelRequested && timeoutError(of: index) == nil:
+    case .paused(var body) where !operations[index].cancelRequested && !isTimedOut(index):
       if body.stamp == nil { body.stamp = insertPausedIntoReady(index) }
       transition(index, to: .resumed(body), &effects)
       touch(operations[index].queue)
@@ -135,7 +135,7 @@ extension Scheduler {
     guard operations[index].isLive, operations[index].id == id else { return .proceed }
     switch operations[index].phase {
     case .executing(.worker), .paused, .resumed:
-      if operations[index].cancelRequested || timeoutError(of: index) != nil { return .cancelled }
+      if operations[index].cancelRequested || isTimedOut(index) { return .cancelled }
     case .pending, .ready, .executing(.external), .detached, .following, .ended, .modifying:
       return .proceed
     }

@@ -128,7 +128,7 @@ extension Scheduler {
       // Runs elsewhere: no worker holds it (cancel() calls its `cancel`).
       operations[index].startOrder = nextStart
       transition(index, to: .executing(.external), claimed: true, &effects)
-      if operations[index].extrasBox != nil { noteTimedStart(index) }
+      if operations[index].timeSlot >= 0 { noteTimedStart(index) }
       return .start(operation: index, id: operations[index].id, work: external)
     }
     // First in the queue's started bodies (see `linkStarted`), in the access that claims it.
@@ -139,7 +139,7 @@ extension Scheduler {
     if next >= 0 { operations[next].previousStarted = index }
     queues[queue].firstStarted = index
     transition(index, to: .executing(.worker(worker)), claimed: true, &effects)
-    if operations[index].extrasBox != nil { noteTimedStart(index) }
+    if operations[index].timeSlot >= 0 { noteTimedStart(index) }
     return .run(operation: index, id: operations[index].id, body: body)
   }
 
@@ -173,7 +173,7 @@ extension Scheduler {
     nextStart += 1
     operations[index].startOrder = nextStart
     transition(index, to: .executing(.external), claimed: true, &effects)
-    if operations[index].extrasBox != nil { noteTimedStart(index) }
+    if operations[index].timeSlot >= 0 { noteTimedStart(index) }
     effects.startExternal(index, id: operations[index].id, external)
   }
 
@@ -232,10 +232,11 @@ extension Scheduler {
 
 extension OperationRecord {
   /// Whether this operation, new, may start on an idle queue in one step
-  /// (`Scheduler.startOnIdle`): nothing waits on it and it waits on nothing.
+  /// (`Scheduler.startOnIdle`): nothing waits on it, it waits on nothing, and it has no time
+  /// trait to arm.
   var startsAlone: Bool {
     guard case .pending = phase else { return false }
-    return !wasEnqueued && external == nil && extrasBox == nil && subscribers.isEmpty
+    return !wasEnqueued && external == nil && extrasBox == nil && timeSlot < 0 && subscribers.isEmpty
       && unfinishedDependencies == 0 && !pauseHeld
   }
 

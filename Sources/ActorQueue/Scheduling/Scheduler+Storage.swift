@@ -62,6 +62,7 @@ extension Scheduler {
     }
     operations[index].isLive = false
     freeOperations.append(index)
+    if operations[index].timeSlot >= 0 { releaseTimeSlot(of: index) }  // a prepared operation's traits
     var garbage = Garbage()
     // Dependencies that still list it as a dependent skip it by its identifier (the index may
     // be reused), so there is nothing to unlink there. What it owned is taken out in place.

@@ -26,7 +26,7 @@ extension Scheduler {
         if let cycle = cycle(closedBy: barrier, handle.recordIndex) { throw cycleError(cycle) }
       }
     }
-    for handle in handles { enqueue(handle, into: queue, &effects) }
+    for handle in handles { enqueue(handle, into: queue, now: now, &effects) }
     settle(now: now, &effects)
   }
 
@@ -46,7 +46,7 @@ extension Scheduler {
     _ handle: Handle, to queue: Int, now: () -> SchedulerInstant, _ effects: inout Effects
   ) -> Spawn? {
     if let spawn = startOnIdle(handle, on: queue, now: now) { return spawn }
-    enqueue(handle, into: queue, &effects)
+    enqueue(handle, into: queue, now: now, &effects)
     settle(now: now, &effects)
     return nil
   }
@@ -82,13 +82,15 @@ extension Scheduler {
       guard let handle = operations[unfinished].enqueuedHandle else { continue }
       link(handle, to: index, part: .barrier, &effects)
     }
-    enqueue(barrier, into: queue, &effects)
+    enqueue(barrier, into: queue, now: now, &effects)
     if !operations[index].phase.hasEnded { queues[queue].barriers.append(index) }
     settle(now: now, &effects)
   }
 
   /// Adds one operation known not to be enqueued yet.
-  mutating func enqueue(_ handle: Handle, into queue: Int, _ effects: inout Effects) {
+  mutating func enqueue(
+    _ handle: Handle, into queue: Int, now: () -> SchedulerInstant, _ effects: inout Effects
+  ) {
     let index = handle.recordIndex
     operations[index].wasEnqueued = true
     // An operation that ended before it was added (cancelled, or an input it required failed)
@@ -100,8 +102,8 @@ extension Scheduler {
     if previous >= 0 { operations[previous].nextInQueue = index }
     if operations[index].external != nil { queues[queue].hasExternalWork = true }
     if !queues[queue].barriers.isEmpty { waitForBarriers(index, of: queue, &effects) }
-    if operations[index].extrasBox != nil, operations[index].extras?.time?.hasTraits == true {
-      noteTimedSubmission(index, on: queue)
+    if operations[index].timeSlot >= 0 {
+      armDeadline(of: index, on: queue, now: now)
     }
     if operations[index].unfinishedDependencies == 0 && !operations[index].pauseHeld {
       makeReady(index, &effects)

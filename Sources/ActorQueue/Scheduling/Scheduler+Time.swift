@@ -1,24 +1,62 @@
 /// Time: deadlines, execution timeouts and timed waits, as timers in the value.
 ///
-/// Each clock has a heap of timers (`clocks`): the system clock's (key 0) fires from the process's
+/// Each clock has a heap of timers: the system clock's (`systemTimers`) fires from the process's
 /// one timer task (`TimerTask`), which the value commands through its effects (armed for the
 /// earliest live entry, replaced when an earlier one is armed, ended when none is left); a
-/// manual clock's fire when its instant, kept here, is advanced (``advanceManualClock(_:to:now:_:)``).
-/// What fires is decided under the lock; waiters, handlers and tasks to cancel are effects, as
-/// everywhere else. Only operations with a time trait (or a timed waiter) carry any of this, in
-/// their extras; the others pay one test per event (`hasTimeWork`).
+/// manual clock's (`manualClocks`) fire when its instant, kept here, is advanced
+/// (``advanceManualClock(_:to:now:_:)``). What fires is decided under the lock; waiters, handlers
+/// and tasks to cancel are effects, as everywhere else. Only operations with a time trait (or a
+/// timed waiter) have time state, in a table of the value's own (`timeStates`, by the record's
+/// `timeSlot`, changed in place); the others pay a test per event (`hasTimeWork`) and per start
+/// and end (`timeSlot`).
 extension Scheduler {
+  // MARK: Time state
+
+  /// `index`'s time state, if it has any (a copy: for reads of several fields).
+  func time(of index: Int) -> OperationTime? {
+    let slot = operations[index].timeSlot
+    return slot >= 0 ? timeStates[Int(slot)] : nil
+  }
+
+  /// Changes `index`'s time state in place, giving it one first if it has none.
+  mutating func modifyTime<Result>(of index: Int, _ change: (inout OperationTime) -> Result) -> Result {
+    if operations[index].timeSlot < 0 {
+      if let slot = freeTimeStates.popLast() {
+        operations[index].timeSlot = slot
+        timeStates[Int(slot)] = OperationTime()
+      } else {
+        timeStates.append(OperationTime())
+        operations[index].timeSlot = Int32(timeStates.count - 1)
+      }
+    }
+    return change(&timeStates[Int(operations[index].timeSlot)])
+  }
+
+  /// Gives `index`'s time state back (its end, or its handle's release before it was added).
+  /// The state is reset when the slot is taken again; what it holds is plain values (its
+  /// waiters were resumed and let go of first).
+  mutating func releaseTimeSlot(of index: Int) {
+    freeTimeStates.append(operations[index].timeSlot)
+    operations[index].timeSlot = -1
+  }
+
+  /// Whether `index`'s deadline or timeout passed while it ran.
+  func isTimedOut(_ index: Int) -> Bool {
+    let slot = operations[index].timeSlot
+    return slot >= 0 && timeStates[Int(slot)].timedOut != nil
+  }
+
   // MARK: Clocks
 
   /// A manual clock was made (`QueueClock.makeManual()`): its instant starts at zero.
   mutating func registerManualClock(_ clock: UInt64) {
-    clocks[clock] = ClockTimers()
+    manualClocks[clock] = ClockTimers()
   }
 
   /// A manual clock's current instant (0 for one never registered).
-  func manualNow(of clock: UInt64) -> Int64 { clocks[clock]?.now ?? 0 }
+  func manualNow(of clock: UInt64) -> Int64 { manualClocks[clock]?.now ?? 0 }
 
-  /// The current instant of `clock`: the system's (read once through `now`), or a manual one's.
+  /// The current instant of `clock`: the system's (read through `now`), or a manual one's.
   private func instant(of clock: UInt64, now: () -> SchedulerInstant) -> Int64 {
     clock == 0 ? now().nanoseconds : manualNow(of: clock)
   }
@@ -26,130 +64,171 @@ extension Scheduler {
   // MARK: Arming
 
   /// `index`, just enqueued in `queue` (or a caller's handle to coalesced work there), has time
-  /// traits: its deadline is armed when the event settles.
-  mutating func noteTimedSubmission(_ index: Int, on queue: Int) {
+  /// state: it takes the queue's clock, and its deadline is armed; one already past ends it
+  /// when the event settles (not in the middle of a batch's submission).
+  @inline(never)
+  mutating func armDeadline(of index: Int, on queue: Int, now: () -> SchedulerInstant) {
     let clock = queues[queue].clock
-    if let requested = operations[index].extras?.time?.requestedDeadline, requested.clock.id != clock {
+    let slot = Int(operations[index].timeSlot)
+    let requested = timeStates[slot].requestedDeadline
+    if requested != nil, timeStates[slot].requestedClock != clock {
+      let name = operations[index].name ?? operations[index].id.description
+      let queueName = queues[queue].name.map { " \"\($0)\"" } ?? ""
       fatalError(
-        "ActorQueue: \(operations[index].name ?? operations[index].id.description) has a deadline of the "
-          + "\(requested.clock) clock, but its queue \(queues[queue].name.map { "\"\($0)\"" } ?? "") runs on the "
-          + "\(QueueClock(id: clock)) clock; make the deadline with that queue's deadline(in:)")
+        "ActorQueue: \(name) has a deadline of the \(QueueClock(id: timeStates[slot].requestedClock)) clock, but its "
+          + "queue\(queueName) runs "
+          + "on the \(QueueClock(id: clock)) clock; make the deadline with that queue's deadline(in:)")
     }
-    operations[index].extras!.time!.clock = clock
-    pendingTimes.append(PendingTime(index: index, id: operations[index].id, started: false))
-    hasTimeWork = true
+    timeStates[slot].clock = clock
+    var at = requested
+    var clockNow: Int64?
+    if let after = timeStates[slot].deadlineAfterSubmission {
+      clockNow = instant(of: clock, now: now)
+      at = min(at ?? .max, clockNow! &+ after)
+    }
+    guard let at else { return }
+    if at <= (clockNow ?? instant(of: clock, now: now)) {
+      pendingTimes.append(PendingTime(index: index, id: operations[index].id, started: false))
+      hasTimeWork = true
+    } else {
+      timeStates[slot].armedDeadline = at
+      arm(TimerEntry(at: at, index: index, id: operations[index].id, action: .deadline), on: clock)
+    }
   }
 
-  /// `index`'s body (or external work) just started and it has an execution timeout: armed when
-  /// the event settles.
+  /// `index`'s body (or external work) just started and it may have an execution timeout:
+  /// armed when the event settles, which knows the time.
+  @inline(never)
   mutating func noteTimedStart(_ index: Int) {
-    guard operations[index].extras?.time?.timeout != nil else { return }
+    guard timeStates[Int(operations[index].timeSlot)].timeout != nil else { return }
     pendingTimes.append(PendingTime(index: index, id: operations[index].id, started: true))
     hasTimeWork = true
   }
 
-  /// Arms what the current event noted, and keeps the timer task in step with the system
-  /// clock's earliest live timer. Part of `settle`: a deadline already past ends its operation
-  /// here.
+  /// Arms the execution timeouts of bodies the current event started, ends operations added with
+  /// a deadline already past, and keeps the timer task in step with the system clock's earliest
+  /// live timer. Part of `settle`.
+  @inline(never)
   mutating func settleTime(now: () -> SchedulerInstant, _ effects: inout Effects) {
     hasTimeWork = false
     if !pendingTimes.isEmpty {
-      let pending = pendingTimes
-      pendingTimes = []
+      // Swapped out, and back once emptied, so that the next event reuses its storage.
+      var pending: [PendingTime] = []
+      swap(&pending, &pendingTimes)
       var systemNow: Int64?
       for entry in pending {
         guard operations[entry.index].isLive, operations[entry.index].id == entry.id,
-          !operations[entry.index].phase.hasEnded, let time = operations[entry.index].extras?.time
+          !operations[entry.index].phase.hasEnded, operations[entry.index].timeSlot >= 0
         else { continue }
-        let clockNow: Int64
-        if time.clock == 0 {
-          if systemNow == nil { systemNow = now().nanoseconds }
-          clockNow = systemNow!
-        } else {
-          clockNow = manualNow(of: time.clock)
+        guard entry.started else {
+          // Its deadline had passed when it was added.
+          timeOut(entry.index, .deadline, &effects)
+          continue
         }
-        if entry.started {
-          guard let timeout = time.timeout, time.armedTimeout == nil else { continue }
-          let at = clockNow &+ timeout
-          operations[entry.index].extras!.time!.armedTimeout = at
-          arm(
-            TimerEntry(at: at, sequence: 0, index: entry.index, id: entry.id, action: .executionTimeout),
-            on: time.clock)
-        } else {
-          var at: Int64?
-          if let requested = time.requestedDeadline { at = requested.nanoseconds }
-          if let after = time.deadlineAfterSubmission {
-            at = min(at ?? .max, clockNow &+ after.wholeNanoseconds)
-          }
-          guard let at else { continue }
-          if at <= clockNow {
-            timeOut(entry.index, .deadline, &effects)
-          } else {
-            operations[entry.index].extras!.time!.armedDeadline = at
-            arm(
-              TimerEntry(at: at, sequence: 0, index: entry.index, id: entry.id, action: .deadline),
-              on: time.clock)
-          }
-        }
+        let slot = Int(operations[entry.index].timeSlot)
+        guard let timeout = timeStates[slot].timeout, timeStates[slot].armedTimeout == nil else { continue }
+        let clock = timeStates[slot].clock
+        if clock == 0, systemNow == nil { systemNow = now().nanoseconds }
+        let at = (clock == 0 ? systemNow! : manualNow(of: clock)) &+ timeout
+        timeStates[slot].armedTimeout = at
+        arm(TimerEntry(at: at, index: entry.index, id: entry.id, action: .executionTimeout), on: clock)
       }
+      pending.removeAll(keepingCapacity: true)
+      if pendingTimes.isEmpty { swap(&pending, &pendingTimes) }
     }
     if systemTimersChanged { commandTimerTask(&effects) }
   }
 
-  /// Adds a live entry to `clock`'s heap.
+  /// Adds a live entry to `clock`'s heap (a manual clock that was never registered has none: it
+  /// would never fire).
   private mutating func arm(_ entry: TimerEntry, on clock: UInt64) {
     var entry = entry
     nextTimerSequence += 1
     entry.sequence = nextTimerSequence
-    clocks[clock, default: ClockTimers()].heap.insert(entry)
-    clocks[clock]!.heap.live += 1
-    if clock == 0 { systemTimersChanged = true }
+    if clock == 0 {
+      systemTimers.insert(entry)
+      systemTimers.live += 1
+      // The task needs a new command only for an earlier instant than it sleeps until.
+      if armedSystemTimer.map({ entry.at < $0 }) ?? true {
+        systemTimersChanged = true
+        hasTimeWork = true
+      }
+    } else if manualClocks[clock] != nil {
+      manualClocks[clock]!.heap.insert(entry)
+      manualClocks[clock]!.heap.live += 1
+    }
   }
 
-  /// One fewer live entry on `clock` (an operation ended, or a waiter was resumed, before it fired).
+  /// One fewer live entry on `clock` (an operation ended, or a waiter was resumed, before it
+  /// fired).
   private mutating func unarm(on clock: UInt64) {
-    clocks[clock]?.heap.live -= 1
     if clock == 0 {
-      systemTimersChanged = true
-      hasTimeWork = true
+      systemTimers.live -= 1
+      // The task needs a new command only once none is live; stale entries go in bulk.
+      if systemTimers.live == 0 || systemTimers.needsCompaction {
+        systemTimersChanged = true
+        hasTimeWork = true
+      }
+    } else if manualClocks[clock] != nil {
+      manualClocks[clock]!.heap.live -= 1
     }
   }
 
   /// Whether `entry` still applies: its operation has not ended and still has it armed.
   func isLive(_ entry: TimerEntry) -> Bool {
-    guard entry.index < operations.count, operations[entry.index].isLive,
-      operations[entry.index].id == entry.id,
-      operations[entry.index].extrasBox != nil, let time = operations[entry.index].extras?.time
-    else { return false }
+    let index = Int(entry.index)
+    guard index < operations.count, operations[index].isLive, operations[index].timeSlot >= 0 else {
+      return false
+    }
+    let slot = Int(operations[index].timeSlot)
     switch entry.action {
-    case .deadline: return time.armedDeadline == entry.at
-    case .executionTimeout: return time.armedTimeout == entry.at
-    case .waitTimeout: return time.timedWaiters.contains { $0.token == entry.token }
+    case .deadline:
+      return operations[index].id.rawValue == entry.key && timeStates[slot].armedDeadline == entry.at
+    case .executionTimeout:
+      return operations[index].id.rawValue == entry.key && timeStates[slot].armedTimeout == entry.at
+    case .waitTimeout:
+      return timeStates[slot].timedWaiters.contains { $0.token == entry.key }
     }
   }
 
-  /// Tells the timer task to sleep until the system clock's earliest live timer, or to end when
-  /// none is left; drops stale entries first.
+  /// Tells the timer task to sleep until the system clock's earliest timer, or to end when none
+  /// is live. Stale entries are not dropped one by one as operations end (each drop is
+  /// O(log n)): they go when they surface while firing, before the task is armed earlier, and in
+  /// bulk once they outnumber the live ones; the task may wake once for a stale instant.
   private mutating func commandTimerTask(_ effects: inout Effects) {
     systemTimersChanged = false
-    guard var timers = clocks.removeValue(forKey: 0) else { return }
-    while let first = timers.heap.first, !isLive(first) { _ = timers.heap.popFirst() }
-    if timers.heap.needsCompaction { timers.heap.compact(keeping: { isLive($0) }) }
-    if timers.heap.live == 0 {
-      assert(timers.heap.isEmpty || timers.heap.entries.allSatisfy { !isLive($0) })
+    if systemTimers.needsCompaction { compactSystemTimers() }
+    if systemTimers.live == 0 {
+      if !systemTimers.isEmpty { systemTimers = TimerHeap() }  // only stale entries: let them go
       if armedSystemTimer != nil {
         armedSystemTimer = nil
         timerGeneration += 1
         effects.commandTimer(.disarm(generation: timerGeneration))
       }
-      return  // an empty heap keeps no storage
+      return
     }
-    if let first = timers.heap.first, armedSystemTimer.map({ first.at < $0 }) ?? true {
+    guard var first = systemTimers.first, armedSystemTimer.map({ first.at < $0 }) ?? true else { return }
+    // About to arm earlier: not for a stale entry.
+    while !isLive(first) {
+      _ = systemTimers.popFirst()
+      guard let next = systemTimers.first else { return }
+      first = next
+    }
+    if armedSystemTimer.map({ first.at < $0 }) ?? true {
       armedSystemTimer = first.at
       timerGeneration += 1
       effects.commandTimer(.arm(at: first.at, generation: timerGeneration))
     }
-    clocks[0] = timers
+  }
+
+  /// Rebuilds the system clock's heap from its live entries (no closure over `self`, which
+  /// would copy the whole value). O(n).
+  private mutating func compactSystemTimers() {
+    var kept: [TimerEntry] = []
+    kept.reserveCapacity(systemTimers.live)
+    for entry in systemTimers.entries where isLive(entry) { kept.append(entry) }
+    assert(kept.count == systemTimers.live, "Internal inconsistency: the system timers' live count is off")
+    systemTimers = TimerHeap(rebuilding: kept)
   }
 
   // MARK: Firing
@@ -169,43 +248,52 @@ extension Scheduler {
   mutating func advanceManualClock(
     _ clock: UInt64, to target: Int64, now: () -> SchedulerInstant, _ effects: inout Effects
   ) {
-    guard let current = clocks[clock]?.now else { return }
+    guard let current = manualClocks[clock]?.now else { return }
     precondition(
       target >= current,
       "ActorQueue: a manual clock cannot go back (it is at \(current) ns, asked for \(target) ns)")
     fireDue(on: clock, through: target, &effects)
-    clocks[clock]?.now = target
+    manualClocks[clock]?.now = target
     settle(now: now, &effects)
+  }
+
+  /// The earliest entry of `clock`'s heap, live or stale.
+  private func firstTimer(of clock: UInt64) -> TimerEntry? {
+    clock == 0 ? systemTimers.first : manualClocks[clock]?.heap.first
   }
 
   /// Fires `clock`'s live timers due at or before `instant`.
   private mutating func fireDue(on clock: UInt64, through instant: Int64, _ effects: inout Effects) {
-    while let first = clocks[clock]?.heap.first, first.at <= instant {
-      _ = clocks[clock]!.heap.popFirst()
-      guard isLive(first) else { continue }
-      clocks[clock]!.heap.live -= 1
-      if clock != 0 { clocks[clock]!.now = max(clocks[clock]!.now, first.at) }
-      fire(first, &effects)
+    while let first = firstTimer(of: clock), first.at <= instant {
+      let live = isLive(first)
+      if clock == 0 {
+        _ = systemTimers.popFirst()
+        if live { systemTimers.live -= 1 }
+      } else {
+        _ = manualClocks[clock]!.heap.popFirst()
+        if live {
+          manualClocks[clock]!.heap.live -= 1
+          manualClocks[clock]!.now = max(manualClocks[clock]!.now, first.at)
+        }
+      }
+      if live { fire(first, &effects) }
     }
   }
 
   private mutating func fire(_ entry: TimerEntry, _ effects: inout Effects) {
-    let index = entry.index
+    let index = Int(entry.index)
     switch entry.action {
     case .deadline:
-      operations[index].extras!.time!.armedDeadline = nil
+      modifyTime(of: index) { $0.armedDeadline = nil }
       timeOut(index, .deadline, &effects)
     case .executionTimeout:
-      operations[index].extras!.time!.armedTimeout = nil
+      modifyTime(of: index) { $0.armedTimeout = nil }
       timeOut(index, .executionTimeout, &effects)
     case .waitTimeout:
-      guard
-        let position = operations[index].extras!.time!.timedWaiters.firstIndex(where: {
-          $0.token == entry.token
-        })
-      else { return }
-      let waiter = operations[index].extras!.time!.timedWaiters.remove(at: position)
-      effects.complete { waiter.continuation.resume(returning: false) }
+      let waiter = modifyTime(of: index) { time in
+        time.timedWaiters.firstIndex { $0.token == entry.key }.map { time.timedWaiters.remove(at: $0) }
+      }
+      if let waiter { effects.complete { waiter.continuation.resume(returning: false) } }
     }
   }
 
@@ -223,7 +311,7 @@ extension Scheduler {
       if case .following = operations[index].phase { endFollower(index, as: .failed, error: error, &effects) }
       return
     }
-    guard !operations[index].cancelRequested, operations[index].extras?.time?.timedOut == nil else { return }
+    guard !operations[index].cancelRequested, !isTimedOut(index) else { return }
     let queue = operations[index].queue
     if queue >= 0, !queues[queue].subscribers.isEmpty {
       emit(
@@ -235,21 +323,21 @@ extension Scheduler {
     switch operations[index].phase {
     case .pending, .ready:
       if startsWhenCancelled(index), queue >= 0 {
-        operations[index].extras!.time!.timedOut = error
+        modifyTime(of: index) { $0.timedOut = (kind, started) }
         cancelWaiting(index, &effects)
       } else {
         terminate(index, as: .failed, error: error, &effects)
       }
     // Started: its task is cancelled as `cancel()` would, but `isCancelled` stays as it was.
     case .executing(.worker(let worker)):
-      operations[index].extras!.time!.timedOut = error
+      modifyTime(of: index) { $0.timedOut = (kind, started) }
       cancelTask(of: index, worker, &effects)
     case .paused(let body), .resumed(let body):
-      operations[index].extras!.time!.timedOut = error
+      modifyTime(of: index) { $0.timedOut = (kind, started) }
       cancelPaused(index, &effects)
       cancelTask(of: index, body.worker, &effects)
     case .executing(.external):
-      operations[index].extras!.time!.timedOut = error
+      modifyTime(of: index) { $0.timedOut = (kind, started) }
       if let external = operations[index].external { effects.runExternalCancel(external) }
     case .detached, .following, .ended:
       return
@@ -264,14 +352,12 @@ extension Scheduler {
   /// `true` (after its completion handlers, as its other waiters).
   @inline(never)
   mutating func endTime(of index: Int, _ effects: inout Effects) {
-    guard var time = operations[index].extras?.time else { return }
-    if time.armedDeadline != nil { unarm(on: time.clock) }
-    if time.armedTimeout != nil { unarm(on: time.clock) }
-    time.armedDeadline = nil
-    time.armedTimeout = nil
-    let waiters = time.timedWaiters
-    time.timedWaiters = []
-    operations[index].extras!.time = time
+    let slot = Int(operations[index].timeSlot)
+    let clock = timeStates[slot].clock
+    if timeStates[slot].armedDeadline != nil { unarm(on: clock) }
+    if timeStates[slot].armedTimeout != nil { unarm(on: clock) }
+    let waiters = timeStates[slot].timedWaiters
+    releaseTimeSlot(of: index)
     for waiter in waiters {
       unarm(on: waiter.clock)
       effects.complete { waiter.continuation.resume(returning: true) }
@@ -279,9 +365,13 @@ extension Scheduler {
   }
 
   /// The error an operation whose deadline or timeout passed while it ran ends with, if it did.
+  @inline(never)
   func timeoutError(of index: Int) -> OperationTimeoutError? {
-    guard operations[index].extrasBox != nil else { return nil }
-    return operations[index].extras?.time?.timedOut
+    let slot = operations[index].timeSlot
+    guard slot >= 0, let timedOut = timeStates[Int(slot)].timedOut else { return nil }
+    return OperationTimeoutError(
+      kind: timedOut.kind, operationID: operations[index].id, operationName: operations[index].name,
+      hadStarted: timedOut.started)
   }
 
   // MARK: Timed waits
@@ -295,28 +385,25 @@ extension Scheduler {
   ) -> Bool {
     guard !operations[index].phase.hasEnded else { return false }
     let queue = operations[index].queue
-    let clock = queue >= 0 ? queues[queue].clock : (operations[index].extras?.time?.clock ?? 0)
+    let clock = queue >= 0 ? queues[queue].clock : (time(of: index)?.clock ?? 0)
     nextWaiterToken += 1
     let token = nextWaiterToken
     let at = instant(of: clock, now: now) &+ timeout.wholeNanoseconds
-    if operations[index].extras == nil { operations[index].extras = OperationExtras() }
-    if operations[index].extras!.time == nil { operations[index].extras!.time = OperationTime() }
-    operations[index].extras!.time!.timedWaiters.append(
-      TimedWaiter(token: token, clock: clock, continuation: continuation))
-    arm(
-      TimerEntry(
-        at: at, sequence: 0, index: index, id: operations[index].id, action: .waitTimeout, token: token),
-      on: clock)
+    modifyTime(of: index) {
+      $0.timedWaiters.append(TimedWaiter(token: token, clock: clock, continuation: continuation))
+    }
+    arm(TimerEntry(at: at, index: index, waiter: token), on: clock)
     hasTimeWork = true
     settle(now: now, &effects)
     return true
   }
 }
 
-/// A time trait to arm when the current event settles.
+/// Time work left to the end of the current event (`settleTime`).
 struct PendingTime: Sendable {
   let index: Int
   let id: OperationID
-  /// The body started (arm its execution timeout); otherwise it was submitted (its deadline).
+  /// The body started: arm its execution timeout. Otherwise it was added with a deadline already
+  /// past: it ends.
   let started: Bool
 }

@@ -129,8 +129,13 @@ struct Scheduler: Sendable {
   var isDrainingBacklog = false
 
   // Time (see `Scheduler+Time.swift`).
-  /// Each clock's timers, by `QueueClock.id` (0: the system clock); a manual clock's instant.
-  var clocks: [UInt64: ClockTimers] = [:]
+  /// The system clock's timers; each manual clock's, and its instant, by `QueueClock.id`.
+  var systemTimers = TimerHeap()
+  var manualClocks: [UInt64: ClockTimers] = [:]
+  /// The time state of operations with a time trait or a timed waiter, by their record's
+  /// `timeSlot`; the free slots.
+  var timeStates: [OperationTime] = []
+  var freeTimeStates: [Int32] = []
   /// Time traits the current event noted, armed when it settles.
   var pendingTimes: [PendingTime] = []
   /// The current event has time work for `settle` (`pendingTimes`, or the system clock's timers

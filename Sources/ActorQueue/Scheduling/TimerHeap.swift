@@ -12,12 +12,27 @@ struct TimerEntry: Sendable {
   /// The instant, in nanoseconds of the entry's clock.
   var at: Int64
   /// Arming order: entries due at the same instant fire in the order they were armed.
-  var sequence: UInt64
-  var index: Int
-  var id: OperationID
+  var sequence: UInt64 = 0
+  /// The operation's identifier (`OperationID.rawValue`), or for ``Action/waitTimeout`` the
+  /// waiter's token (unique in the process, so it identifies the operation's record too).
+  var key: UInt64
+  /// The operation's record (an `Int32`, so that an entry is 32 bytes: a heap moves them).
+  var index: Int32
   var action: Action
-  /// The timed waiter, for ``Action/waitTimeout``.
-  var token: UInt64 = 0
+
+  init(at: Int64, index: Int, id: OperationID, action: Action) {
+    self.at = at
+    self.key = id.rawValue
+    self.index = Int32(truncatingIfNeeded: index)
+    self.action = action
+  }
+
+  init(at: Int64, index: Int, waiter token: UInt64) {
+    self.at = at
+    self.key = token
+    self.index = Int32(truncatingIfNeeded: index)
+    self.action = .waitTimeout
+  }
 
   /// Earlier first; armed first among equal instants.
   func precedes(_ other: TimerEntry) -> Bool {
@@ -66,9 +81,13 @@ struct TimerHeap: Sendable {
   /// Whether stale entries outnumber live ones enough to rebuild.
   var needsCompaction: Bool { entries.count > 64 && entries.count > 2 * live }
 
-  /// Keeps only the entries for which `isLive` holds. O(n).
-  mutating func compact(keeping isLive: (TimerEntry) -> Bool) {
-    entries.removeAll { !isLive($0) }
+  /// An empty heap.
+  init() {}
+
+  /// A heap of `entries` (in any order), all live. O(n).
+  init(rebuilding entries: [TimerEntry]) {
+    self.entries = entries
+    live = entries.count
     if entries.count > 1 {
       for index in stride(from: entries.count / 2 - 1, through: 0, by: -1) { siftDown(from: index) }
     }
@@ -98,9 +117,11 @@ struct ClockTimers: Sendable {
 
 /// What an operation's deadlines and timeouts need, in its record's extras.
 struct OperationTime: Sendable {
-  /// Traits as given: an absolute deadline, and one relative to the submission.
-  var requestedDeadline: QueueDeadline?
-  var deadlineAfterSubmission: Duration?
+  /// Traits as given: an absolute deadline (nanoseconds of `requestedClock`), and one relative
+  /// to the submission (nanoseconds).
+  var requestedDeadline: Int64?
+  var requestedClock: UInt64 = 0
+  var deadlineAfterSubmission: Int64?
   /// The execution timeout, in nanoseconds.
   var timeout: Int64?
   /// The clock its timers are on: its queue's, from its submission.
@@ -108,26 +129,30 @@ struct OperationTime: Sendable {
   /// Armed entries (nanoseconds of `clock`), until they fire or the operation ends.
   var armedDeadline: Int64?
   var armedTimeout: Int64?
-  /// The deadline or timeout passed while it ran: its end is `.failed` with this error, whatever
-  /// its body throws (a value still finishes it).
-  var timedOut: OperationTimeoutError?
+  /// Which limit passed while it ran, and whether it had started: its end is `.failed` with an
+  /// ``OperationTimeoutError`` of that kind, whatever its body throws (a value still finishes
+  /// it). The error is made when read, so that this state holds no string to copy.
+  var timedOut: (kind: OperationTimeoutError.Kind, started: Bool)?
   /// Callers in `waitUntilFinished(timeout:)`.
   var timedWaiters: [TimedWaiter] = []
 
-  /// Folds traits: the earliest deadline and the shortest timeout win.
+  /// Folds traits: the earliest deadline and the shortest timeout win. Two absolute deadlines
+  /// of different clocks are refused (`QueueDeadline`'s `<` says so).
   mutating func add(_ traits: [OperationTrait]) {
     for trait in traits {
       switch trait.kind {
       case .deadline(let deadline):
         if let current = requestedDeadline {
-          requestedDeadline = min(current, deadline)
+          let earliest = min(
+            QueueDeadline(clock: QueueClock(id: requestedClock), nanoseconds: current), deadline)
+          requestedDeadline = earliest.nanoseconds
         } else {
-          requestedDeadline = deadline
+          requestedDeadline = deadline.nanoseconds
+          requestedClock = deadline.clock.id
         }
-      case .deadlineIn(let duration):
-        deadlineAfterSubmission = min(deadlineAfterSubmission ?? duration, duration)
-      case .timeout(let duration):
-        let nanoseconds = max(1, duration.wholeNanoseconds)
+      case .deadlineIn(_, let nanoseconds):
+        deadlineAfterSubmission = min(deadlineAfterSubmission ?? nanoseconds, nanoseconds)
+      case .timeout(_, let nanoseconds):
         timeout = min(timeout ?? nanoseconds, nanoseconds)
       }
     }

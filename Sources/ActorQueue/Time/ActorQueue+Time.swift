@@ -23,6 +23,17 @@ extension ActorQueue {
     submit(name: name, priority: priority, traits: traits, .typed(body), as: QueueOperation<Success>.self)
   }
 
+  /// ``addOperation(name:priority:traits:_:)->QueueOperation<Success>`` for a body that returns nothing
+  /// and cannot throw, kept as it is given (no wrapper, no boxed result), as
+  /// ``addOperation(name:priority:_:)->QueueOperation<Void>`` keeps it.
+  @discardableResult
+  public nonisolated func addOperation(
+    name: String? = nil, priority: OperationPriority = .normal, traits: [OperationTrait],
+    _ body: @escaping @Sendable () async -> Void
+  ) -> QueueOperation<Void> {
+    submit(name: name, priority: priority, traits: traits, .void(body), as: QueueOperation<Void>.self)
+  }
+
   /// Adds an operation that receives the values of its inputs, with traits: otherwise the same
   /// as ``addOperation(name:priority:after:_:operation:)``. A deadline counts from this call, not
   /// from when the inputs finish; an input's deadline does not pass to this operation.
@@ -84,13 +95,13 @@ extension AnyQueueOperation {
 
   /// Callers in ``waitUntilFinished(timeout:)`` now (for tests).
   package var timedWaiterCount: Int {
-    Engine.read { $0.operations[recordIndex].extras?.time?.timedWaiters.count ?? 0 }
+    Engine.read { $0.time(of: recordIndex)?.timedWaiters.count ?? 0 }
   }
 }
 
 extension MainQueue {
   /// Adds an operation whose `body` runs on the main actor, with traits; see
-  /// ``ActorQueue/addOperation(name:priority:traits:_:)``.
+  /// ``ActorQueue/addOperation(name:priority:traits:_:)->QueueOperation<Success>``.
   @discardableResult
   public func addOperation<Success: Sendable>(
     name: String? = nil, priority: OperationPriority = .normal, traits: [OperationTrait],
@@ -103,10 +114,6 @@ extension MainQueue {
 extension Scheduler {
   /// Gives a new operation, not yet enqueued, its traits.
   mutating func setTraits(_ traits: [OperationTrait], of index: Int) {
-    var time = operations[index].extras?.time ?? OperationTime()
-    time.add(traits)
-    guard time.hasTraits else { return }
-    if operations[index].extras == nil { operations[index].extras = OperationExtras() }
-    operations[index].extras!.time = time
+    modifyTime(of: index) { $0.add(traits) }
   }
 }

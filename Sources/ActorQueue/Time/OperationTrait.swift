@@ -1,5 +1,5 @@
 /// An option that configures one operation: a deadline or a timeout (more kinds join this type
-/// later without new overloads). Passed as `traits:` to ``ActorQueue/addOperation(name:priority:traits:_:)``
+/// later without new overloads). Passed as `traits:` to ``ActorQueue/addOperation(name:priority:traits:_:)->QueueOperation<Success>``
 /// and ``QueueOperation/init(name:priority:traits:_:)``.
 ///
 /// ```swift
@@ -11,10 +11,12 @@
 /// An operation given no traits keeps the fastest paths and pays nothing for them. With several
 /// deadlines the earliest applies; with several timeouts the shortest.
 public struct OperationTrait: Sendable, CustomStringConvertible {
+  /// Durations are kept as given (for `description`) and in whole nanoseconds, converted once
+  /// here rather than for each operation that uses the trait.
   enum Kind: Sendable {
     case deadline(QueueDeadline)
-    case deadlineIn(Duration)
-    case timeout(Duration)
+    case deadlineIn(Duration, nanoseconds: Int64)
+    case timeout(Duration, nanoseconds: Int64)
   }
 
   let kind: Kind
@@ -36,7 +38,7 @@ public struct OperationTrait: Sendable, CustomStringConvertible {
   /// ``deadline(_:)`` at `duration` after the operation is added to its queue, on the queue's
   /// clock. A duration of zero or less ends it as soon as it is added.
   public static func deadline(in duration: Duration) -> OperationTrait {
-    OperationTrait(kind: .deadlineIn(duration))
+    OperationTrait(kind: .deadlineIn(duration, nanoseconds: duration.wholeNanoseconds))
   }
 
   /// Ends the operation with ``OperationTimeoutError/Kind-swift.struct/executionTimeout`` if its
@@ -50,15 +52,15 @@ public struct OperationTrait: Sendable, CustomStringConvertible {
         "ActorQueue: .timeout(\(duration)) must be positive; to stop an operation now, call cancel(), "
           + "and for an instant, use .deadline(_:)")
     }
-    return OperationTrait(kind: .timeout(duration))
+    return OperationTrait(kind: .timeout(duration, nanoseconds: max(1, duration.wholeNanoseconds)))
   }
 
   /// `deadline 12.5s (system)`, `deadline in 2.0 seconds`, `timeout 0.5 seconds`.
   public var description: String {
     switch kind {
     case .deadline(let deadline): "deadline \(deadline)"
-    case .deadlineIn(let duration): "deadline in \(duration)"
-    case .timeout(let duration): "timeout \(duration)"
+    case .deadlineIn(let duration, _): "deadline in \(duration)"
+    case .timeout(let duration, _): "timeout \(duration)"
     }
   }
 }

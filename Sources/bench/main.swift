@@ -42,6 +42,7 @@ func runComparison() -> [Row] {
     switch scenario {
     case .independent: rows += Independent.run(options, sizes, spinIterations: spin.iterations)
     case .latency: rows += Latency.run(options, sizes)
+    case .timers: rows += Timers.run(options, sizes)
     case .chain, .fanIn, .fanOut, .dag: rows += Graphs.run(scenario, options, sizes)
     case .cancel: rows += Cancellation.run(options, sizes)
     case .queues: rows += ManyQueues.run(options, sizes)

@@ -17,6 +17,7 @@ enum ScenarioName: String, CaseIterable, Sendable {
   case adapter
   case adapterBlocking = "adapter-blocking"
   case scaling
+  case timers
 
   var summary: String {
     switch self {
@@ -39,6 +40,7 @@ enum ScenarioName: String, CaseIterable, Sendable {
     case .adapter: "10,000 trivial BlockOperations through OperationAdapter vs OperationQueue directly"
     case .adapterBlocking: "legacy ops whose main() blocks 1 ms, with async Swift work alongside: its delay"
     case .scaling: "chain and independent at N = 1k…256k: per-op cost against N (also: --scaling)"
+    case .timers: "lateness of a deadline on the system clock (p50, p99) against a bare Task.sleep"
     }
   }
 }

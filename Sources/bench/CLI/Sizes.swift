@@ -6,6 +6,7 @@ struct Sizes: Sendable {
   var latencySamples = 2_000
   var latencySamplesEvery1ms = 1_000
   var latencySamplesEvery10ms = 200
+  var timerSamples = 400
   var chain = 4_000
   var longChain = 64_000
   var fan = 10_000
@@ -36,6 +37,7 @@ struct Sizes: Sendable {
     latencySamples = 300
     latencySamplesEvery1ms = 200
     latencySamplesEvery10ms = 40
+    timerSamples = 100
     chain = 2_000
     longChain = 64_000
     fan = 2_000

@@ -50,7 +50,7 @@ struct GoalCheck: Sendable, Encodable {
   }
 }
 
-/// Checks the goals of issues 2, 3, 5, 13 and 25 against `rows` (one repeat) and marks the rows
+/// Checks the goals of issues 2, 3, 5, 13, 25 and 28 against `rows` (one repeat) and marks the rows
 /// they concern. Goals whose scenario did not run are left out.
 func checkGoals(_ rows: inout [Row], sizes: Sizes) -> [GoalMeasurement] {
   var checks: [GoalMeasurement] = []
@@ -105,6 +105,11 @@ func checkGoals(_ rows: inout [Row], sizes: Sizes) -> [GoalMeasurement] {
   }
   for (arrival, _, _) in Latency.arrivals(sizes) {
     ratioGoal("latency", arrival, metric: "p50", atLeast: 1)
+  }
+  // Issue 28: a deadline acts at most 1.5x (p50) and 2x (p99) as late as a bare Task.sleep.
+  for variant in Timers.variants {
+    ratioGoal("timers", variant, metric: "p50", versus: .taskPerOp, atLeast: 1 / 1.5)
+    ratioGoal("timers", variant, metric: "p99", versus: .taskPerOp, atLeast: 1 / 2)
   }
   ratioGoal("chain", n: sizes.chain, atLeast: 50, what: "chain(\(Format.count(sizes.chain)))")
   ratioGoal("fan-in", atLeast: 1)

@@ -130,6 +130,12 @@ final class EventChannel<Element: Sendable>: Sendable {
 
   /// An `AsyncStream` over this channel. Releasing the stream (and its iterator) abandons the
   /// channel, so the producer stops buffering for a consumer that is gone.
+  /// Every element pushed so far and not consumed, in order: for a recorder that never consumes
+  /// (`ActorQueueTesting`'s), the whole history, read synchronously.
+  func snapshot() -> [Element] {
+    state.withLock { Array($0.buffer[$0.head...]) }
+  }
+
   func makeStream() -> AsyncStream<Element> {
     let lifetime = Lifetime(self)
     return AsyncStream(unfolding: { await lifetime.channel.next() })

@@ -1,0 +1,82 @@
+/// What the `ActorQueueTesting` library reads of the scheduler (package access: the same
+/// package, no `@_spi`).
+
+/// A queue's events as they happen, kept in full and read synchronously: every event is in it
+/// by the time the call that caused it returns.
+package final class EventRecording: Sendable {
+  private let channel: EventChannel<QueueEvent>
+
+  init(_ channel: EventChannel<QueueEvent>) {
+    self.channel = channel
+  }
+
+  /// Every event of the queue since the recording began, in order.
+  package var events: [QueueEvent] { channel.snapshot() }
+}
+
+/// What may still happen on the queues of one clock without the clock advancing.
+package struct ClockQuiescence: Sendable {
+  /// Operations executing (holding a slot, or their external work running), by identifier and
+  /// name, in no particular order.
+  package var executing: [(id: OperationID, name: String?)] = []
+  /// Some queue on the clock has a ready operation it may start now, or a worker starting.
+  package var mayStart = false
+}
+
+extension ActorQueue {
+  /// Starts recording this queue's events (lossless; never consumed, so it grows: for tests).
+  package nonisolated func recordEvents() -> EventRecording {
+    let channel = EventChannel<QueueEvent>()
+    Engine.mutate { $0.subscribe(channel, to: index) }
+    return EventRecording(channel)
+  }
+
+  /// The operation whose body runs on the calling task, if any (O(queues + started bodies)).
+  package static var currentOperationID: OperationID? {
+    let address = currentTaskAddress()
+    guard address != 0 else { return nil }
+    return Engine.read { $0.operation(runningOnTask: address) }
+  }
+}
+
+extension QueueClock {
+  /// What may still happen on this clock's queues without it advancing.
+  package var quiescence: ClockQuiescence { Engine.read { $0.quiescence(ofClock: id) } }
+}
+
+extension Scheduler {
+  /// The operation whose body runs on the task at `address`. O(queues + started bodies).
+  func operation(runningOnTask address: Int) -> OperationID? {
+    for queue in queues.indices where queues[queue].isLive {
+      var index = queues[queue].firstStarted
+      while index >= 0 {
+        if case .executing(.worker(let worker)) = operations[index].phase,
+          worker.recordedTaskAddress == address
+        {
+          return operations[index].id
+        }
+        index = operations[index].nextStarted
+      }
+    }
+    return nil
+  }
+
+  /// See ``ClockQuiescence``. O(operations of the clock's queues).
+  func quiescence(ofClock clock: UInt64) -> ClockQuiescence {
+    var result = ClockQuiescence()
+    for queue in queues.indices where queues[queue].isLive && queues[queue].clock == clock {
+      let machine = queues[queue].machine
+      if machine.startingWorkers > 0 || (machine.readyCount > 0 && machine.canStartNow) {
+        result.mayStart = true
+      }
+      var index = queues[queue].first
+      while index >= 0 {
+        if case .executing = operations[index].phase {
+          result.executing.append((operations[index].id, operations[index].name))
+        }
+        index = operations[index].nextInQueue
+      }
+    }
+    return result
+  }
+}

@@ -8,7 +8,7 @@
 import Foundation
 
 let options = Options.parse(Array(CommandLine.arguments.dropFirst()))
-if let child = options.memoryChild { Memory.child(child.system, child.count) }
+if let child = options.memoryChild { Memory.child(child.system, child.count, deadline: child.deadline) }
 if let counted = options.counted {
   counted.workload.run(counted.count)
   exit(0)

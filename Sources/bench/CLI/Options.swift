@@ -62,8 +62,9 @@ struct Options: Sendable {
   var wide = false
   /// Systems to run; empty: all (restricting them drops the ratios; for profiling one system).
   var systems: [System] = []
-  /// Hidden: `--memory-child SYSTEM N` measures one system's memory and prints bytes/op.
-  var memoryChild: (system: System, count: Int)?
+  /// Hidden: `--memory-child SYSTEM[+deadline] N` measures one system's memory (its operations
+  /// each with a deadline that never fires, for `+deadline`) and prints bytes/op.
+  var memoryChild: (system: System, count: Int, deadline: Bool)?
   /// Hidden: `--count WORKLOAD N` runs one workload N times and exits (Scripts/instructions.sh).
   var counted: (workload: CountedWorkload, count: Int)?
 
@@ -194,10 +195,12 @@ struct Options: Sendable {
         }
         options.systems.append(system)
       case "--memory-child":
-        guard let system = System(rawValue: value(for: argument)) else {
+        let name = value(for: argument)
+        let deadline = name.hasSuffix("+deadline")
+        guard let system = System(rawValue: deadline ? String(name.dropLast("+deadline".count)) : name) else {
           fail("--memory-child: unknown system")
         }
-        options.memoryChild = (system, integer(for: argument, atLeast: 1))
+        options.memoryChild = (system, integer(for: argument, atLeast: 1), deadline)
       case "--count":
         guard let workload = CountedWorkload(rawValue: value(for: argument)) else {
           fail("--count: one of \(CountedWorkload.allCases.map(\.rawValue).joined(separator: ", "))")

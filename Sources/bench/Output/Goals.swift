@@ -116,6 +116,11 @@ func checkGoals(_ rows: inout [Row], sizes: Sizes) -> [GoalMeasurement] {
   ratioGoal("fan-out", atLeast: 1)
   ratioGoal("cancel", atLeast: 5, what: "cancelling waiting ops")
   ratioGoal("memory", metric: "bytes/op", atLeast: 1, what: "memory per waiting op")
+  // Issue 28: an op waiting with a deadline takes at most 1.2x a waiting op's memory (the row's
+  // task per op reference is ActorQueue without a deadline).
+  ratioGoal(
+    "memory", "with a deadline", metric: "bytes/op", versus: .taskPerOp, atLeast: 1 / 1.2,
+    what: "memory per op waiting with a deadline (≤ 1.2x without)")
   // Issue 11 (was 2x in issue 4): the adapter costs at most 1.5x OperationQueue per op: OQ's
   // time / its own ≥ 1/1.5.
   ratioGoal(

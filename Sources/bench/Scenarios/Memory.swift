@@ -19,18 +19,31 @@ enum Memory {
       Contender(system: system) { [spawnChild(system, n)] }
     }
     let samples = runInterleaved("memory n=\(n) (child processes)", contenders, metrics: 1, options: options)
-    return makeRows(
+    var rows = makeRows(
       scenario: "memory", metrics: ["bytes/op"], n: n, ops: nil, kinds: [.memory], samples: samples,
       runs: options.runs,
       note: "memory: \(ResidentMemory.source) delta per waiting op, each system in its own child process")
+    // Issue 28: an operation waiting with a deadline, against one without, in the same runs.
+    let timed = runInterleaved(
+      "memory n=\(n) with a deadline (child processes)",
+      [
+        Contender(system: .taskPerOp) { [spawnChild(.actorQueue, n)] },
+        Contender(system: .actorQueue) { [spawnChild(.actorQueue, n, deadline: true)] },
+      ], metrics: 1, options: options)
+    rows += makeRows(
+      scenario: "memory", variant: "with a deadline", metrics: ["bytes/op"], n: n, ops: nil, kinds: [.memory],
+      samples: timed, runs: options.runs,
+      note: "memory with a deadline: ActorQueue's ops each with a deadline that never fires; its task per op "
+        + "row is ActorQueue's ops without one, measured in turn")
+    return rows
   }
 
   // MARK: Parent
 
-  private static func spawnChild(_ system: System, _ n: Int) -> Double {
+  private static func spawnChild(_ system: System, _ n: Int, deadline: Bool = false) -> Double {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executablePath)
-    process.arguments = ["--memory-child", system.flag, String(n)]
+    process.arguments = ["--memory-child", system.flag + (deadline ? "+deadline" : ""), String(n)]
     let output = Pipe()
     process.standardOutput = output
     do {
@@ -61,19 +74,19 @@ enum Memory {
   // MARK: Child
 
   /// The child process: measures `system` with `n` waiting ops, prints bytes per op, exits.
-  static func child(_ system: System, _ n: Int) -> Never {
-    hold(system, 1_000) {}
+  static func child(_ system: System, _ n: Int, deadline: Bool = false) -> Never {
+    hold(system, 1_000, deadline: deadline) {}
     guard let before = ResidentMemory.current() else {
       fatalError("bench: resident memory is unavailable here")
     }
     var after = before
-    hold(system, n) { after = ResidentMemory.current() ?? before }
+    hold(system, n, deadline: deadline) { after = ResidentMemory.current() ?? before }
     print(Double(after - before) / Double(n))
     exit(0)
   }
 
   /// Makes `n` ops wait in `system`, calls `measure` while they all wait, then releases them.
-  private static func hold(_ system: System, _ n: Int, measure: () -> Void) {
+  private static func hold(_ system: System, _ n: Int, deadline: Bool = false, measure: () -> Void) {
     let counter = Counter()
     switch system {
     case .operationQueue:
@@ -88,7 +101,12 @@ enum Memory {
     case .actorQueue:
       let queue = ActorQueue()
       queue.isSuspended = true
-      for _ in 0..<n { queue.addOperation { counter.increment() } }
+      if deadline {
+        let traits: [OperationTrait] = [.deadline(in: .seconds(3_600))]
+        for _ in 0..<n { queue.addOperation(traits: traits) { counter.increment() } }
+      } else {
+        for _ in 0..<n { queue.addOperation { counter.increment() } }
+      }
       verify(queue.operationCount == n, "ActorQueue holds \(queue.operationCount) of \(n) ops")
       measure()
       queue.cancelAllOperations()

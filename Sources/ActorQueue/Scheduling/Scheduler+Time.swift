@@ -329,6 +329,7 @@ extension Scheduler {
         terminate(index, as: .failed, error: error, &effects)
       }
     // Started: its task is cancelled as `cancel()` would, but `isCancelled` stays as it was.
+    // (Where the toolchain has SE-0526, the task's cancellation would carry `.deadlineExpired`.)
     case .executing(.worker(let worker)):
       modifyTime(of: index) { $0.timedOut = (kind, started) }
       cancelTask(of: index, worker, &effects)

@@ -12,7 +12,9 @@ import TestSupport
 /// or two terminal states; a start of a lower-priority op while a higher one was ready in the
 /// same queue, or of a later-submitted one of the same priority (FIFO); any event after a terminal one;
 /// an event whose executing count differs from the ops the events show executing (a paused op
-/// holds no slot); a start (a slot given) of an op cancelled while paused.
+/// holds no slot); a start (a slot given) of an op cancelled while paused; a start in or after the
+/// step its deadline passed in; a detail event (a timer acted) where the model's timers did not
+/// act, of another kind, or twice, and none where they did.
 final class InvariantChecker: Sendable {
   /// The queue index of the fence queue.
   static let fence = -1
@@ -128,6 +130,9 @@ final class InvariantChecker: Sendable {
     var edges: [OperationID: [(dependency: OperationID, from: Int, until: Int)]] = [:]
     var cancelledAt: [OperationID: Int] = [:]
     var cancelledPausedAt: [OperationID: Int] = [:]
+    var deadlinePassedAt: [OperationID: Int] = [:]
+    var timedOut: [OperationID: OperationDetail] = [:]
+    var mayTimeOut: Set<OperationID> = []
     for registration in registrations {
       switch registration {
       case .queue(let queue, let limit): limits[queue] = limit == -1 ? .max : limit
@@ -151,6 +156,12 @@ final class InvariantChecker: Sendable {
         if let id = ids[op], cancelledAt[id] == nil { cancelledAt[id] = step }
       case .cancelledWhilePaused(let op, let step):
         if let id = ids[op], cancelledPausedAt[id] == nil { cancelledPausedAt[id] = step }
+      case .timedOut(let op, let deadline, _):
+        if let id = ids[op] { timedOut[id] = deadline ? .deadlineExpired : .timedOut }
+      case .mayTimeOut(let op, _):
+        if let id = ids[op] { mayTimeOut.insert(id) }
+      case .deadlinePassed(let op, let step):
+        if let id = ids[op], deadlinePassedAt[id] == nil { deadlinePassedAt[id] = step }
       }
     }
     func priority(_ id: OperationID, at step: Int) -> Int {
@@ -165,6 +176,7 @@ final class InvariantChecker: Sendable {
     var terminals: [OperationID: Int] = [:]
     var endedAt: [OperationID: UInt64] = [:]
     var started: Set<OperationID> = []
+    var details: [OperationID: [OperationDetail]] = [:]
     var fenceIndex = 0
     for (queue, event) in sorted where queue != Self.fence {
       while fenceIndex < fences.count && fences[fenceIndex] < event.sequence { fenceIndex += 1 }
@@ -179,6 +191,7 @@ final class InvariantChecker: Sendable {
         if terminals[id, default: 0] > 0 {
           problems.append("\(at): \(name(id)) \(detail) after its terminal state")
         }
+        details[id, default: []].append(detail)
       case .operation(let id, _, let new):
         if terminals[id, default: 0] > 0 {
           problems.append("\(at): \(name(id)) \(new) after its terminal state")
@@ -213,6 +226,9 @@ final class InvariantChecker: Sendable {
           if let cancelled = cancelledAt[id], cancelled <= step, !started.contains(id) {
             problems.append(
               "\(at): \(name(id)) started after it was cancelled while waiting (step \(cancelled))")
+          }
+          if let passed = deadlinePassedAt[id], passed <= step {
+            problems.append("\(at): \(name(id)) got a slot after its deadline passed (step \(passed))")
           }
           if let cancelled = cancelledPausedAt[id], cancelled <= step {
             problems.append(
@@ -250,6 +266,15 @@ final class InvariantChecker: Sendable {
     for id in submitted.keys.sorted(by: { submitted[$0]! < submitted[$1]! })
     where terminals[id, default: 0] != 1 {
       problems.append("\(name(id)) reached \(terminals[id, default: 0]) terminal states (must be exactly 1)")
+    }
+    // Timers: a detail exactly where the model's acted, of its kind; allowed where one may have.
+    for id in Set(details.keys).union(timedOut.keys).sorted(by: { name($0) < name($1) }) {
+      let seen = details[id] ?? []
+      if let expected = timedOut[id] {
+        if seen != [expected] { problems.append("\(name(id)): details \(seen), expected [\(expected)]") }
+      } else if seen.count > 1 || (!seen.isEmpty && !mayTimeOut.contains(id)) {
+        problems.append("\(name(id)): details \(seen), expected none (no timer acted on it)")
+      }
     }
     return problems
   }

@@ -135,4 +135,31 @@ struct ReliabilityInvariantCheckerTests {
       [op(0, .ready), op(0, .executing), op(0, .paused), op(0, .executing), op(0, .cancelled)])
     #expect(problems.contains { $0.contains("cancelled while paused") }, "\(problems)")
   }
+
+  @Test("A slot given to an op after its deadline passed")
+  func startAfterDeadline() async {
+    let problems = await violations(
+      registered(1) + [.deadlinePassed(op: 0, step: 0)], [op(0, .ready), op(0, .executing), op(0, .finished)])
+    #expect(problems.contains { $0.contains("after its deadline passed") }, "\(problems)")
+  }
+
+  @Test("Timer details: where the model's timers acted, of their kind, once; allowed where they may have")
+  func timerDetails() async {
+    func detail(_ index: Int, _ detail: OperationDetail) -> (Int, QueueEvent.Kind) {
+      (0, .detail(id: ids[index], name: "op\(index)", detail: detail))
+    }
+    let timedOut: [Registration] = [.timedOut(op: 0, deadline: true, step: 0)]
+    let trace = [op(0, .ready), detail(0, .deadlineExpired), op(0, .failed)]
+    let correct = await violations(registered(1) + timedOut, trace)
+    #expect(correct.isEmpty, "\(correct)")
+    let missing = await violations(registered(1) + timedOut, [op(0, .ready), op(0, .failed)])
+    #expect(missing.contains { $0.contains("expected [deadline expired]") }, "\(missing)")
+    let otherKind = await violations(
+      registered(1) + [.timedOut(op: 0, deadline: false, step: 0)], trace)
+    #expect(otherKind.contains { $0.contains("expected [") }, "\(otherKind)")
+    let unexpected = await violations(registered(1), trace)
+    #expect(unexpected.contains { $0.contains("no timer acted") }, "\(unexpected)")
+    let allowed = await violations(registered(1) + [.mayTimeOut(op: 0, step: 0)], trace)
+    #expect(allowed.isEmpty, "\(allowed)")
+  }
 }

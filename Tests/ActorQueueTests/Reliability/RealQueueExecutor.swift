@@ -1,3 +1,4 @@
+import ActorQueueTesting
 import Foundation
 import Synchronization
 import TestSupport
@@ -217,6 +218,8 @@ private final class RealRun {
   var model: ReferenceModel
   let checker = InvariantChecker()
   let fence = ActorQueue(name: "fence")
+  /// The script's clock, every queue's.
+  let clock = ManualClock()
   var boxes: [QueueBox?] = []
   var weakBoxes: [Weak<QueueBox>] = []
   var weakQueues: [Weak<ActorQueue>] = []
@@ -242,7 +245,9 @@ private final class RealRun {
     for (index, limit) in script.queueLimits.enumerated() {
       // Odd-numbered queues run their bodies on a dispatch queue of their own.
       let executor = index % 2 == 1 ? DispatchQueueExecutor(Self.dispatchQueue(index)) : nil
-      let queue = ActorQueue(name: "q\(index)", maxConcurrentOperationCount: limit, taskExecutor: executor)
+      let queue = ActorQueue(
+        name: "q\(index)", maxConcurrentOperationCount: limit, taskExecutor: executor, clock: clock.queueClock
+      )
       checker.attach(queue.events, queue: index)
       let box = QueueBox(queue)
       boxes.append(box)
@@ -303,6 +308,14 @@ private final class RealRun {
             + "\(model.pauses) and \(model.resumes)")
       }
     }
+    // Only manual clocks: no timer task was ever needed.
+    if TimerTask.liveCount != 0 {
+      let drained = await eventuallyFreed { TimerTask.liveCount == 0 }
+      return ScriptFailure(
+        step: nil,
+        message: "\(drained ? "a timer task ran" : "timer tasks stay live (\(TimerTask.liveCount))"), "
+          + "though the script uses only a manual clock")
+    }
     // Every fence toggle seen: the checker has every step boundary.
     let fences = fenceCount
     await checker.wait { $0.fenceEvents >= fences }
@@ -332,6 +345,8 @@ private final class RealRun {
     if !notReset.isEmpty {
       return ScriptFailure(step: nil, message: "free records keep values: \(notReset.prefix(6))")
     }
+    let slots = Engine.read { FreeRecordCheck.timeSlotProblems(in: $0) }
+    if !slots.isEmpty { return ScriptFailure(step: nil, message: "time slots disagree: \(slots.prefix(4))") }
     return nil
   }
 
@@ -365,6 +380,17 @@ private final class RealRun {
     let phases = Engine.read { PhaseCheck.problems(in: $0, settled: false) }
     if !phases.isEmpty {
       return ScriptFailure(step: index, message: "after \(step): phases disagree: \(phases.prefix(4))")
+    }
+    // The clock reads the model's instant; its heap counts live exactly the model's armed timers.
+    let (instant, live) = Engine.read { [id = clock.queueClock.id] in
+      ($0.manualNow(of: id), $0.manualClocks[id]?.heap.live ?? -1)
+    }
+    if instant != Int64(model.now) * 1_000_000_000 || live != model.armedTimerCount {
+      return ScriptFailure(
+        step: index,
+        message:
+          "after \(step): the clock reads \(instant) ns with \(live) live timers, expected \(model.now) s "
+          + "and \(model.armedTimerCount)")
     }
     if checkFreeingEachStep, expectation != .skip, let failure = await checkFreed(since: terminalBefore) {
       return ScriptFailure(step: index, message: "after \(step): \(failure)")
@@ -441,6 +467,21 @@ private final class RealRun {
       switch (results[0], expected) {
       case (.success(let value), .finished) where value == model.bodyOp(op): continue
       case (.failure, .cancelled): continue
+      case (.failure(let error), .failed) where !model.isFollower(op):
+        // A timeout's error exactly when a timer of the model's acted on it.
+        let timeout = error as? OperationTimeoutError
+        if let expected = model.timeoutEnd(of: op) {
+          if expected.either, timeout == nil { continue }
+          if let timeout, timeout.kind == (expected.deadline ? .deadline : .executionTimeout),
+            timeout.hadStarted == expected.hadStarted
+          {
+            continue
+          }
+          return "op\(op)'s onCompletion got \(error), expected a timeout (deadline: \(expected.deadline))"
+        }
+        if timeout != nil { return "op\(op)'s onCompletion got \(error), though no timer acted on it" }
+        if !(error is CancellationError) || model.acceptsEither(op) { continue }
+        return "op\(op)'s onCompletion got \(results[0]), expected \(expected)"
       case (.failure(let error), .failed) where !(error is CancellationError): continue
       case (.failure, .failed) where model.acceptsEither(op): continue
       default: return "op\(op)'s onCompletion got \(results[0]), expected \(expected)"
@@ -598,6 +639,14 @@ private final class RealRun {
       typed[op] = nil
     case .releaseQueue(let queue):
       boxes[queue] = nil
+    case .addTimed(let op, let queue, let priority, let deadline, let timeout, let spec):
+      let operation = boxes[queue]!.queue.addOperation(
+        name: "op\(op)", priority: OperationPriority.allCases[priority],
+        traits: timeTraits(deadline: deadline, timeout: timeout), body(op, spec))
+      typed[op] = operation
+      track(op, operation, spec)
+    case .advance(let seconds):
+      clock.advance(by: .seconds(seconds))
     }
     return nil
   }
@@ -679,7 +728,9 @@ private final class RealRun {
       }
       let latest = checker.snapshot.latest[id]
       let asked = permits.takeAsked()
-      if move.reachesCheckpoint, !model.ops[move.op]!.cancelRequested, asked != move.askedToPause {
+      if move.reachesCheckpoint, !model.ops[move.op]!.cancelRequested, !model.isTimedOut(move.op),
+        asked != move.askedToPause
+      {
         return
           "op\(move.op) read isPauseRequested \(asked.map { "\($0)" } ?? "nothing"), expected \(move.askedToPause)"
       }
@@ -711,6 +762,9 @@ private final class RealRun {
       }
       if operation.isPaused != model.expectedIsPaused(op) {
         return "op\(op).isPaused is \(operation.isPaused), expected \(model.expectedIsPaused(op))"
+      }
+      if real == .executing, model.mustNotExecute(op) {
+        return "op\(op) executes though its deadline passed before it started"
       }
     }
     return nil

@@ -13,7 +13,11 @@ import Testing
 /// pending, paused against ready), each worker's pause flag is set exactly when the model asks
 /// its op to pause, each checkpoint decides as the model does and paused bodies are told what
 /// the model tells them, a refused call changes nothing the model can see, and each op the model
-/// ends ends so, once.
+/// ends ends so, once. Time: the script's manual clock (one of the value's own) reads the model's
+/// instant, each op's armed deadline and timeout are the model's, the clock's heap counts exactly
+/// those as live, nothing is on the system clock's heap, no op executes that its deadline passed
+/// before it started, an ended op's state never changes, and a failed op's error is a timeout
+/// exactly when a timer of the model's acted on it.
 struct ValueExecutor: ScriptExecutor {
   /// When an op the model starts waits in a queue whose worker lingers unwoken, let the linger
   /// run out (as it does on real queues, after `LingerPolicy.window`) instead of failing. Off:
@@ -26,6 +30,12 @@ struct ValueExecutor: ScriptExecutor {
   static let checkedCyclesThroughSharedWork = Atomic<Int>(0)
   /// Steps run between two slices of another step's call.
   static let interleavedSteps = Atomic<Int>(0)
+  /// Timers that acted: on waiting ops (ended at once), on executing ones (then ended `.failed`,
+  /// `.finished`); ends a timer may or may not have made (see `Registration.mayTimeOut`).
+  static let timedOutWaiting = Atomic<Int>(0)
+  static let timedOutExecuting = Atomic<Int>(0)
+  static let timedOutFinished = Atomic<Int>(0)
+  static let mayTimeOut = Atomic<Int>(0)
 
   func run(_ script: Script) async -> ScriptFailure? {
     var run = ValueRun(script: script, waitsOutLingers: waitsOutLingers)
@@ -48,6 +58,10 @@ private struct ValueRun {
   let interleaves: Bool
   /// Whether the last step performed also performed the script's next step, between its slices.
   var tookNext = false
+  /// The script's manual clock: an id of this value's own.
+  let clock: UInt64 = 1_000_000
+  /// The state each op ended in, as first seen: it must never change.
+  var ended: [Int: OperationState] = [:]
 
   init(script: Script, waitsOutLingers: Bool) {
     self.script = script
@@ -55,8 +69,9 @@ private struct ValueRun {
     interleaves = (script.seed >> 3) % 4 != 0 && script.sliceLimit < Scheduler.defaultSliceLimit
     model = ReferenceModel(queueLimits: script.queueLimits)
     harness.scheduler.sliceLimit = script.sliceLimit
+    harness.registerManualClock(clock)
     for limit in script.queueLimits {
-      queues.append(harness.makeQueue(limit: limit == -1 ? .max : limit))
+      queues.append(harness.makeQueue(limit: limit == -1 ? .max : limit, clock: clock))
     }
   }
 
@@ -76,6 +91,17 @@ private struct ValueRun {
         if let failure = perform(step, index: index) { return failure }
         index += 1
       }
+    }
+    for entry in model.journal {
+      if case .timedOut(let op, _, _) = entry {
+        if model.ops[op]?.startedAt == nil {
+          ValueExecutor.timedOutWaiting.add(1, ordering: .relaxed)
+        } else {
+          ValueExecutor.timedOutExecuting.add(1, ordering: .relaxed)
+        }
+        if model.state(of: op) == .finished { ValueExecutor.timedOutFinished.add(1, ordering: .relaxed) }
+      }
+      if case .mayTimeOut = entry { ValueExecutor.mayTimeOut.add(1, ordering: .relaxed) }
     }
     for op in model.sortedOpIndices where model.ops[op]?.enqueued == true {
       let state = harness.state(Self.name(op))
@@ -137,6 +163,81 @@ private struct ValueRun {
     if !notReset.isEmpty {
       return ScriptFailure(
         step: index, message: "after \(step): free records keep values: \(notReset.prefix(6))")
+    }
+    let slots = FreeRecordCheck.timeSlotProblems(in: harness.scheduler)
+    if !slots.isEmpty {
+      return ScriptFailure(step: index, message: "after \(step): time slots disagree: \(slots.prefix(4))")
+    }
+    if let problem = timeProblem() { return ScriptFailure(step: index, message: "after \(step): \(problem)") }
+    return nil
+  }
+
+  /// The clocks, timers and timed-out ends against the model (see the type's comment).
+  private mutating func timeProblem() -> String? {
+    let scheduler = harness.scheduler
+    let second: Int64 = 1_000_000_000
+    if scheduler.systemTimers.live != 0 || !scheduler.systemTimers.isEmpty
+      || scheduler.armedSystemTimer != nil
+    {
+      return
+        "the system clock has timers (\(scheduler.systemTimers.live) live), though only a manual clock is used"
+    }
+    if scheduler.manualNow(of: clock) != Int64(model.now) * second {
+      return "the clock reads \(scheduler.manualNow(of: clock)) ns, expected \(model.now) s"
+    }
+    let live = scheduler.manualClocks[clock]?.heap.live ?? -1
+    var armed = 0
+    for record in scheduler.operations where record.isLive && record.timeSlot >= 0 {
+      let time = scheduler.timeStates[Int(record.timeSlot)]
+      if time.clock == clock {
+        armed += (time.armedDeadline == nil ? 0 : 1) + (time.armedTimeout == nil ? 0 : 1)
+      }
+    }
+    if live != armed || live != model.armedTimerCount {
+      return
+        "the clock's heap has \(live) live timers, the records \(armed) armed, the model \(model.armedTimerCount)"
+    }
+    for op in model.sortedOpIndices where harness.handles[Self.name(op)] != nil {
+      let name = Self.name(op)
+      let index = harness.index(name)
+      let state = harness.state(name)
+      if let first = ended[op], first != state { return "op\(op) ended \(first), now shows \(state)" }
+      if state.isTerminal, ended[op] == nil { ended[op] = state }
+      if state == .executing, model.mustNotExecute(op) {
+        return "op\(op) executes though its deadline passed before it started"
+      }
+      let time = scheduler.time(of: index)
+      if state.isTerminal {
+        if time != nil { return "op\(op) ended with its time state kept" }
+      } else {
+        let expected = model.armedTimers(of: op)
+        let deadline = time?.armedDeadline
+        let timeout = time?.armedTimeout
+        if deadline != expected.deadline.map({ Int64($0) * second })
+          || timeout != expected.timeout.map({ Int64($0) * second })
+        {
+          return "op\(op) has deadline \(deadline.map { "\($0) ns" } ?? "none") and timeout "
+            + "\(timeout.map { "\($0) ns" } ?? "none") armed, expected \(expected)"
+        }
+        if scheduler.isTimedOut(index) != model.isTimedOut(op) {
+          return "op\(op) is\(model.isTimedOut(op) ? " not" : "") timed out, expected otherwise"
+        }
+      }
+      guard state == .failed else { continue }
+      let error: (any Error)? =
+        if case .failure(let error) = scheduler.operations[index].outcome?.value { error } else { nil }
+      let timeout = error as? OperationTimeoutError
+      if let expected = model.timeoutEnd(of: op) {
+        if expected.either, timeout == nil { continue }
+        guard let timeout, timeout.kind == (expected.deadline ? .deadline : .executionTimeout),
+          timeout.hadStarted == expected.hadStarted
+        else {
+          return "op\(op) failed with \(error.map { "\($0)" } ?? "no error"), expected a timeout "
+            + "(deadline: \(expected.deadline), had started: \(expected.hadStarted))"
+        }
+      } else if let timeout {
+        return "op\(op) failed with \(timeout), though no timer acted on it"
+      }
     }
     return nil
   }
@@ -206,7 +307,7 @@ private struct ValueRun {
     func queueOf(_ op: Int) -> [Int] { model.ops[op].map { [$0.queue] } ?? [] }
     switch step {
     case .add(_, let queue, _, let body), .barrier(_, let queue, let body),
-      .addCoalesced(_, _, let queue, _, _, let body):
+      .addCoalesced(_, _, let queue, _, _, let body), .addTimed(_, let queue, _, _, _, let body):
       return [queue] + body.captures
     case .addAfter(_, let queue, _, let inputs, let body):
       return [queue] + body.captures + inputs.flatMap(queueOf)
@@ -224,7 +325,7 @@ private struct ValueRun {
     case .cancelAll(let queue), .setLimit(let queue, _), .setSuspended(let queue, _), .pauseAll(let queue),
       .resumeAll(let queue), .setLimitPausingExcess(let queue, _):
       return [queue]
-    case .open, .openFully, .dropHandle, .releaseQueue:
+    case .open, .openFully, .dropHandle, .releaseQueue, .advance:
       return nil
     }
   }
@@ -365,6 +466,12 @@ private struct ValueRun {
     case .releaseQueue(let queue):
       let target = queues[queue]
       harness.event { s, now, e in s.releaseQueue(target, now: now, &e) }
+    case .addTimed(let op, let queue, let priority, let deadline, let timeout, _):
+      harness.add(
+        Self.name(op), priority: OperationPriority.allCases[priority],
+        traits: timeTraits(deadline: deadline, timeout: timeout), to: queues[queue])
+    case .advance(let seconds):
+      harness.advance(clock, by: .seconds(seconds))
     }
     return nil
   }
@@ -387,7 +494,9 @@ private struct ValueRun {
       guard harness.running.contains(name) else { return "op\(move.op) should move now but is not running" }
       var outcome: Outcome?
       if move.reachesCheckpoint {
-        if harness.pauseFlag(name) != move.askedToPause, model.ops[move.op]?.cancelRequested == false {
+        if harness.pauseFlag(name) != move.askedToPause, model.ops[move.op]?.cancelRequested == false,
+          !model.isTimedOut(move.op)
+        {
           return
             "op\(move.op)'s pause flag is \(!move.askedToPause) at its checkpoint, expected \(move.askedToPause)"
         }
@@ -395,10 +504,12 @@ private struct ValueRun {
         switch (decision, move.result) {
         case (.proceed, .passed), (.suspended, .paused): break
         case (.cancelled, .ended(.cancelled)): outcome = .failure(CancellationError())
+        case (.cancelled, .ended(.failed)) where model.isTimedOut(move.op):
+          outcome = .failure(CancellationError())
         default: return "op\(move.op)'s checkpoint decided \(decision), expected \(move.result)"
         }
       } else if model.ops[move.op]?.threw == true {
-        outcome = .failure(CancellationError())  // its checkpoint threw while it was paused
+        outcome = .failure(CancellationError())  // its checkpoint threw while it was paused (or timed out)
       } else {
         outcome = bodyOutcome(move.op)
       }
@@ -441,7 +552,9 @@ private struct ValueRun {
   /// What the op's body does when it ends, as the real executor's bodies do.
   private func bodyOutcome(_ op: Int) -> Outcome {
     guard let spec = model.ops[op]?.body else { return .success(op) }
-    let cancelRequested = harness.scheduler.isCancelRequested(harness.index(Self.name(op)))
+    let index = harness.index(Self.name(op))
+    // A timeout cancels its task as cancel() does: `checkCancellation()` throws.
+    let cancelRequested = harness.scheduler.isCancelRequested(index) || harness.scheduler.isTimedOut(index)
     if spec.checksCancellation, cancelRequested { return .failure(CancellationError()) }
     if spec.throwing { return .failure(ScriptError(op: op)) }
     return .success(op)
@@ -518,6 +631,10 @@ struct ValueRandomScriptTests {
         + "\(ValueExecutor.checkedCycles.load(ordering: .relaxed)) refused cycles were real cycles of the model "
         + "(\(ValueExecutor.checkedCyclesThroughSharedWork.load(ordering: .relaxed)) through shared work); "
         + "\(ValueExecutor.interleavedSteps.load(ordering: .relaxed)) steps ran between the slices of another; "
+        + "timers acted on \(ValueExecutor.timedOutWaiting.load(ordering: .relaxed)) waiting ops and "
+        + "\(ValueExecutor.timedOutExecuting.load(ordering: .relaxed)) executing ones "
+        + "(\(ValueExecutor.timedOutFinished.load(ordering: .relaxed)) finished anyway), "
+        + "\(ValueExecutor.mayTimeOut.load(ordering: .relaxed)) ends either way; "
         + "\(FreeRecordCheck.checkedRecords.load(ordering: .relaxed)) free records were as reuse assumes; "
         + "\(PhaseCheck.checkedRecords.load(ordering: .relaxed)) live records' phases agreed with their queues"
     )

@@ -32,8 +32,16 @@ struct SchedulerHarness {
 
   // MARK: Setting up
 
-  mutating func makeQueue(limit: Int = .max) -> Int {
-    scheduler.createQueue(name: nil, limit: limit, taskPriority: nil).index
+  /// A queue whose timers are on `clock` (0: the system clock; else a manual clock registered
+  /// with ``registerManualClock(_:)``).
+  mutating func makeQueue(limit: Int = .max, clock: UInt64 = 0) -> Int {
+    scheduler.createQueue(name: nil, limit: limit, taskPriority: nil, clock: QueueClock(id: clock)).index
+  }
+
+  /// Registers the manual clock `id` in this value only (pick ids no real clock has, e.g.
+  /// 1_000_000 + n), at instant zero.
+  mutating func registerManualClock(_ id: UInt64) {
+    scheduler.registerManualClock(id)
   }
 
   /// A prepared operation (not in any queue), kept by the harness under `name`.
@@ -125,6 +133,26 @@ struct SchedulerHarness {
       let handle = makeOperation(name, priority: priority)
       event { scheduler, now, effects in scheduler.submit(handle, to: queue, now: now, &effects) }
     }
+  }
+
+  /// `addOperation(traits:)`: a new operation given `traits` and submitted in one event, as
+  /// `ActorQueue.submit` does.
+  mutating func add(
+    _ name: String, priority: OperationPriority = .normal, traits: [OperationTrait], to queue: Int
+  ) {
+    let handle = makeOperation(name, priority: priority)
+    let index = handle.recordIndex
+    event { scheduler, now, effects in
+      if !traits.isEmpty { scheduler.setTraits(traits, of: index) }
+      scheduler.submit(handle, to: queue, now: now, &effects)
+    }
+  }
+
+  /// The manual clock `clock` moves `duration` forward: what is due fires, in one event, as
+  /// `ManualClock.advance(by:)` does.
+  mutating func advance(_ clock: UInt64, by duration: Duration) {
+    let target = scheduler.manualNow(of: clock) &+ duration.wholeNanoseconds
+    event { scheduler, now, effects in scheduler.advanceManualClock(clock, to: target, now: now, &effects) }
   }
 
   /// Submits prepared operations in one batch.

@@ -33,6 +33,13 @@ enum Registration: Sendable, Equatable {
   case cancelledWhileWaiting(op: Int, step: Int)
   /// Cancelled while its body was paused at a checkpoint: it must not start (get a slot) again.
   case cancelledWhilePaused(op: Int, step: Int)
+  /// A timer acted on it (`deadline`: its deadline, else its execution timeout): one detail event.
+  case timedOut(op: Int, deadline: Bool, step: Int)
+  /// Ended by a dependency's timer in an advance that its own deadline was due in: a detail event
+  /// for it is allowed, not required (the scheduler may leave that end to a later slice).
+  case mayTimeOut(op: Int, step: Int)
+  /// The clock reached its deadline: it must not get a slot from then on.
+  case deadlinePassed(op: Int, step: Int)
 }
 
 /// One move of a body the model lets happen now: the executor gives it `permits` permits and
@@ -80,6 +87,19 @@ struct BodyMove: Sendable, Equatable {
 ///   ops that depend on it, and for shared work its callers' handles. When nothing keeps it, its
 ///   handle is gone, and an op still held is cancelled (`releaseUnkept`). A step that would leave
 ///   a held op kept but with no handle to resume it is skipped (nothing could end it).
+/// - Time (one manual clock per script, in seconds): an `addTimed` op's deadline is armed when it
+///   is enqueued (one already due ends it there), its timeout when its body first starts (not
+///   when a paused body gets a slot again). `advance` fires the due timers in instant order, ties
+///   in arm order, then moves the clock and starts what may start (timers start nothing). A timer
+///   does nothing to an op cancelled first or timed out already. Acting on a waiting op (held,
+///   suspended or not), it ends it `.failed` at once (the usual cascade); on an executing one, it
+///   marks it timed out: a checkpoint throws, a paused body's throws at once (as `cancel()`), no
+///   slot again; it ends `.failed` if its body throws, `.finished` if it returns a value, and a
+///   later `cancel()` changes nothing. Tie order is seen only where one timer's act decides
+///   another's: two deadlines (an end ends a dependent first) and an op's own deadline and timeout
+///   (which error it ends with). Both are armed in the scheduler's order: deadlines at
+///   submission, in step order, a timeout later, at its start. Tied timeouts of two ops may fire
+///   in either order: acting on an executing op ends nothing, so no check can tell.
 /// - Coalescing: the shared work is a model op of its own (no handle in the script); each caller
 ///   is a follower that mirrors its state and ends with its outcome. Cancelling a follower ends it
 ///   at once; the work is cancelled once every follower is; its priority is the highest of its
@@ -134,6 +154,25 @@ struct ReferenceModel: Sendable {
     var pauseHeld = false
     var excessPaused = false
 
+    // Time
+    /// Its deadline (seconds on the clock), kept after it fired; and armed (until it fires or the
+    /// op ends), with its arm order.
+    var deadline: Int?
+    var deadlineAt: Int?
+    var deadlineSequence = 0
+    /// Its execution timeout (seconds); armed at its first start, as the deadline is.
+    var timeout: Int?
+    var timeoutAt: Int?
+    var timeoutSequence = 0
+    /// A timer acted on it while it executed (before any cancel()).
+    var timedOut = false
+    /// Which timer acted on it, if one did (true: its deadline).
+    var timerActed: Bool?
+    /// A dependency's timer ended it in an advance its own deadline was due in (see `mayTimeOut`).
+    var mayHaveTimedOut = false
+    /// When its body first started.
+    var startedAt: Int?
+
     // Coalescing
     /// A caller's handle: the shared work it follows.
     var leader: Int?
@@ -175,6 +214,10 @@ struct ReferenceModel: Sendable {
   private(set) var step = 0
   /// For a `.batch` step: what each of its `addDependency` calls must do.
   private(set) var lastBatchExpectations: [StepExpectation] = []
+  /// The script's manual clock, in seconds.
+  private(set) var now = 0
+  /// Timers armed so far: ties fire in arm order.
+  private var nextTimerSequence = 0
   /// What paused bodies were told since the last `takeCheckpointLog()`: "opN resumed" (granted a
   /// slot), "opN cancelled" (cancelled while paused), as the scheduler value's harness logs them.
   private var checkpointLog: [String] = []
@@ -272,7 +315,8 @@ struct ReferenceModel: Sendable {
   /// or its queue, still captured): nothing would ever end it, and the script could not drain.
   private func strandsHeldOp() -> Bool {
     ops.contains { op, model in
-      model.pauseHeld && !model.cancelRequested && !model.state.isTerminal && model.leader == nil
+      model.pauseHeld && !model.cancelRequested && !model.timedOut && !model.state.isTerminal
+        && model.leader == nil
         && model.queue < queues.count && queues[model.queue].released
         && !ops.contains { $0.value.handleHeld && target($0.key) == op }
     }
@@ -431,6 +475,19 @@ struct ReferenceModel: Sendable {
     case .resumeAll(let queue):
       guard isLive(queue: queue) else { return .skip }
       for op in unfinished(in: queue) { resume(op) }
+      return .done
+    case .addTimed(let op, let queue, let priority, let deadline, let timeout, let body):
+      guard isLive(queue: queue), ops[op] == nil, validCaptures(body), deadline != nil || timeout != nil,
+        (timeout ?? 1) > 0
+      else { return .skip }
+      create(op, queue: queue, priority: priority, body: body)
+      ops[op]!.timeout = timeout
+      enqueue(op)
+      if let deadline { armDeadline(of: op, at: now + deadline) }
+      return .done
+    case .advance(let seconds):
+      guard seconds >= 0 else { return .skip }
+      advanceClock(to: now + seconds)
       return .done
     case .addCoalesced(let op, let work, let queue, let priority, let key, let body):
       guard isLive(queue: queue), ops[op] == nil else { return .skip }
@@ -611,7 +668,7 @@ struct ReferenceModel: Sendable {
     guard !ops[op]!.state.isTerminal else { return }
     ops[op]!.pauseHeld = false
     ops[op]!.excessPaused = false
-    if ops[op]!.pausedInBody && !ops[op]!.cancelRequested {
+    if ops[op]!.pausedInBody && !ops[op]!.cancelRequested && !ops[op]!.timedOut {
       ops[op]!.inReady = true
       ops[op]!.showsReady = true
     }
@@ -657,6 +714,106 @@ struct ReferenceModel: Sendable {
     for op in requested.prefix(surplus) { ops[op]!.excessPaused = false }
   }
 
+  // MARK: Time
+
+  /// `op`, just enqueued, has a deadline at `at`: armed, or (already due) acted on at once.
+  private mutating func armDeadline(of op: Int, at: Int) {
+    ops[op]!.deadline = at
+    if at <= now {
+      journal.append(.deadlinePassed(op: op, step: step))
+      timeOut(op, deadline: true)
+    } else {
+      nextTimerSequence += 1
+      ops[op]!.deadlineAt = at
+      ops[op]!.deadlineSequence = nextTimerSequence
+    }
+  }
+
+  /// The clock moves to `target`: the timers due by then fire in instant order (ties: arm order),
+  /// then the clock reads `target` (the caller's `settle()` starts what may start).
+  private mutating func advanceClock(to target: Int) {
+    var due: [(at: Int, sequence: Int, op: Int, deadline: Bool)] = []
+    for (op, model) in ops {
+      if let at = model.deadlineAt, at <= target { due.append((at, model.deadlineSequence, op, true)) }
+      if let at = model.timeoutAt, at <= target { due.append((at, model.timeoutSequence, op, false)) }
+    }
+    due.sort { $0.at != $1.at ? $0.at < $1.at : $0.sequence < $1.sequence }
+    for op in Set(due.filter(\.deadline).map(\.op)).sorted() {
+      journal.append(.deadlinePassed(op: op, step: step))
+    }
+    var acted = Set<Int>()
+    for timer in due {
+      // Skipped when its op ended earlier in this advance (its timers went stale).
+      if timer.deadline {
+        guard ops[timer.op]!.deadlineAt == timer.at else { continue }
+        ops[timer.op]!.deadlineAt = nil
+      } else {
+        guard ops[timer.op]!.timeoutAt == timer.at else { continue }
+        ops[timer.op]!.timeoutAt = nil
+      }
+      if timeOut(timer.op, deadline: timer.deadline) { acted.insert(timer.op) }
+    }
+    // Waiting ops a dependency's timer ended before their own deadline fired.
+    for op in Set(due.filter { $0.deadline && !acted.contains($0.op) }.map(\.op)).sorted()
+    where ops[op]!.state.isTerminal && ops[op]!.startedAt == nil {
+      journal.append(.mayTimeOut(op: op, step: step))
+      ops[op]!.mayHaveTimedOut = true
+    }
+    now = target
+  }
+
+  /// `op`'s deadline or timeout passed; returns whether it acted (a detail event). Nothing
+  /// happens to an op that ended, was cancelled first, or timed out already.
+  @discardableResult
+  private mutating func timeOut(_ op: Int, deadline: Bool) -> Bool {
+    let model = ops[op]!
+    guard !model.state.isTerminal, !model.cancelRequested, !model.timedOut else { return false }
+    journal.append(.timedOut(op: op, deadline: deadline, step: step))
+    ops[op]!.timerActed = deadline
+    if model.state == .waiting {
+      end(op, as: .failed)
+      return true
+    }
+    ops[op]!.timedOut = true
+    if model.pausedInBody && !model.threw {
+      // As cancel(): its checkpoint throws; it runs to its end holding no slot.
+      ops[op]!.threw = true
+      ops[op]!.inReady = false
+      ops[op]!.showsReady = false
+      checkpointLog.append("op\(op) cancelled")
+      journal.append(.cancelledWhilePaused(op: op, step: step))
+    }
+    return true
+  }
+
+  /// Whether a timer acted on `op` while it executed.
+  func isTimedOut(_ op: Int) -> Bool { ops[op]?.timedOut ?? false }
+
+  /// The error a failed op must end with: `nil` when no timer acted on it; else the kind
+  /// (`deadline`) and whether it had started; `either` when a timer may or may not have.
+  func timeoutEnd(of op: Int) -> (deadline: Bool, hadStarted: Bool, either: Bool)? {
+    guard let model = ops[op] else { return nil }
+    if let deadline = model.timerActed { return (deadline, model.startedAt != nil, false) }
+    return model.mayHaveTimedOut ? (true, false, true) : nil
+  }
+
+  /// `op`'s armed deadline and timeout (seconds), while it has not ended.
+  func armedTimers(of op: Int) -> (deadline: Int?, timeout: Int?) {
+    (ops[op]?.deadlineAt, ops[op]?.timeoutAt)
+  }
+
+  /// Timers armed on the clock (each op's deadline and timeout until they fire or it ends).
+  var armedTimerCount: Int {
+    ops.values.reduce(0) { $0 + ($1.deadlineAt == nil ? 0 : 1) + ($1.timeoutAt == nil ? 0 : 1) }
+  }
+
+  /// Whether `op`'s deadline has passed on the clock and its body had not started before it: it
+  /// must not be `.executing`.
+  func mustNotExecute(_ op: Int) -> Bool {
+    guard let model = ops[op], let deadline = model.deadline, deadline <= now else { return false }
+    return model.startedAt.map { $0 >= deadline } ?? true
+  }
+
   /// Ends `op` and, through must-succeed edges, inputs and followers, every waiting op that needed
   /// it.
   private mutating func end(_ op: Int, as terminal: ModelState) {
@@ -666,6 +823,9 @@ struct ReferenceModel: Sendable {
     if terminal == .cancelled { ops[op]!.cancelRequested = true }
     var frontier = [op]
     while let current = frontier.popLast() {
+      // Ended: its timers go stale.
+      ops[current]!.deadlineAt = nil
+      ops[current]!.timeoutAt = nil
       let outcome = ops[current]!.state
       for follower in ops[current]!.followers where !ops[follower]!.state.isTerminal {
         ops[follower]!.state = outcome
@@ -791,6 +951,12 @@ struct ReferenceModel: Sendable {
           checkpointLog.append("op\(index) resumed")
         } else {
           ops[index]!.state = .executing
+          ops[index]!.startedAt = now
+          if let timeout = ops[index]!.timeout {
+            nextTimerSequence += 1
+            ops[index]!.timeoutAt = now + timeout
+            ops[index]!.timeoutSequence = nextTimerSequence
+          }
         }
         holders[queue] += 1
       }
@@ -825,11 +991,16 @@ struct ReferenceModel: Sendable {
     let model = ops[op]!
     let move: BodyMove
     if model.threw {
-      move = BodyMove(op: op, permits: 1, reachesCheckpoint: false, result: .ended(.cancelled))
-      end(op, as: .cancelled)
+      // It rethrows what its checkpoint threw: a timeout fails it.
+      let outcome: ModelState = model.timedOut ? .failed : .cancelled
+      move = BodyMove(op: op, permits: 1, reachesCheckpoint: false, result: .ended(outcome))
+      end(op, as: outcome)
     } else if model.stage < model.body.checkpoints {
       ops[op]!.stage += 1
-      if model.cancelRequested {
+      if model.timedOut {
+        move = BodyMove(op: op, permits: 2, reachesCheckpoint: true, result: .ended(.failed))
+        end(op, as: .failed)
+      } else if model.cancelRequested {
         move = BodyMove(op: op, permits: 2, reachesCheckpoint: true, result: .ended(.cancelled))
         end(op, as: .cancelled)
       } else if model.pauseHeld || model.excessPaused {
@@ -845,7 +1016,10 @@ struct ReferenceModel: Sendable {
     } else {
       ops[op]!.stage += 1
       let outcome: ModelState
-      if model.cancelRequested && (model.body.checksCancellation || model.body.throwing) {
+      if model.timedOut {
+        // Whatever it throws fails it; a value finishes it.
+        outcome = model.body.checksCancellation || model.body.throwing ? .failed : .finished
+      } else if model.cancelRequested && (model.body.checksCancellation || model.body.throwing) {
         outcome = .cancelled
       } else {
         outcome = model.body.throwing ? .failed : .finished

@@ -1,7 +1,7 @@
 @testable import ActorQueue
 
 /// A script for the model-based random tester: a list of steps over 2–3 queues, each step one
-/// public action. Operations are named by the index of the step that created them (`op`), queues
+/// public action. Its queues share one manual clock, at zero when the script starts. Operations are named by the index of the step that created them (`op`), queues
 /// by their index in ``queueLimits``. A step that refers to something a shrunk script no longer
 /// creates is skipped by the model (and so by every executor): any subsequence of a script is a
 /// valid script.
@@ -111,6 +111,11 @@ enum Step: Codable, Sendable, Hashable, CustomStringConvertible {
   case dropHandle(op: Int)
   /// The script drops its strong reference to the queue's owner box.
   case releaseQueue(queue: Int)
+  /// `queue.addOperation(priority:, traits: [.deadline(in: .seconds(deadline)), .timeout(.seconds(timeout))])
+  /// { body }`, each trait only when given, on the script's manual clock.
+  case addTimed(op: Int, queue: Int, priority: Int, deadline: Int?, timeout: Int?, body: BodySpec)
+  /// `clock.advance(by: .seconds(seconds))` of the script's manual clock (every queue's).
+  case advance(seconds: Int)
 
   var description: String {
     switch self {
@@ -145,6 +150,11 @@ enum Step: Codable, Sendable, Hashable, CustomStringConvertible {
         + "{ \(body) } (new work: op\(work))"
     case .dropHandle(let op): "drop handle op\(op)"
     case .releaseQueue(let queue): "release q\(queue)"
+    case .addTimed(let op, let queue, let priority, let deadline, let timeout, let body):
+      "op\(op) = q\(queue).addOperation(priority: \(priority.priorityName), traits: ["
+        + ([deadline.map { ".deadline(in: \($0) s)" }, timeout.map { ".timeout(\($0) s)" }].compactMap { $0 })
+        .joined(separator: ", ") + "]) { \(body) }"
+    case .advance(let seconds): "clock.advance(by: \(seconds) s)"
     }
   }
 }
@@ -157,6 +167,11 @@ struct Dependency: Codable, Sendable, Hashable, CustomStringConvertible {
   var description: String {
     "op\(dependent).addDependency(op\(dependency)\(mustSucceed ? ", requiring: .success" : ""))"
   }
+}
+
+/// The traits of an `addTimed` step (seconds on the script's clock).
+func timeTraits(deadline: Int?, timeout: Int?) -> [OperationTrait] {
+  [deadline.map { .deadline(in: .seconds($0)) }, timeout.map { .timeout(.seconds($0)) }].compactMap { $0 }
 }
 
 /// The error a throwing script body throws.

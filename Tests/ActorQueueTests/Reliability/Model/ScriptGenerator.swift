@@ -1,6 +1,7 @@
 /// Generates random scripts from a seed: every public action, weighted so that the interesting
 /// interleavings (cancellation cascades, barriers, limit and suspension changes, pauses at
-/// checkpoints, excess pausing, coalesced work joined and cancelled) come up often.
+/// checkpoints, excess pausing, coalesced work joined and cancelled, deadlines and timeouts passing
+/// as the clock advances) come up often.
 struct ScriptGenerator: Sendable {
   var minSteps = 12
   var maxSteps = 40
@@ -37,7 +38,7 @@ struct ScriptGenerator: Sendable {
     }
 
     while steps.count < count {
-      let roll = random.below(127)
+      let roll = random.below(148)
       switch roll {
       case 0..<18:
         let queue = liveQueue(&random)
@@ -142,7 +143,7 @@ struct ScriptGenerator: Sendable {
         steps.append(.pauseAll(queue: liveQueue(&random)))
       case 118..<120:
         steps.append(.resumeAll(queue: liveQueue(&random)))
-      default:
+      case 120..<127:
         // Often raise the limit first, so that more ops execute, then lower it pausing the excess
         // and let some of that queue's latest bodies reach a checkpoint while asked to pause.
         let queue = liveQueue(&random)
@@ -152,6 +153,18 @@ struct ScriptGenerator: Sendable {
         for _ in 0..<random.below(3) where !inQueue.isEmpty {
           steps.append(.open(op: random.pick(inQueue)))
         }
+      case 127..<139:
+        // A deadline (0 to 4 s after submission; 0: already past), a timeout (1 to 3 s), or both.
+        let queue = liveQueue(&random)
+        let kind = random.below(3)
+        steps.append(
+          .addTimed(
+            op: nextOp, queue: queue, priority: random.below(5), deadline: kind == 1 ? nil : random.below(5),
+            timeout: kind == 0 ? nil : 1 + random.below(3), body: body(&random, queues: queueCount)))
+        ops.append((nextOp, queue, false))
+        nextOp += 1
+      default:
+        steps.append(.advance(seconds: 1 + random.below(2)))
       }
     }
     return Script(seed: seed, queueLimits: limits, steps: steps)

@@ -391,10 +391,10 @@ struct MigrationTests {
     let queue = ActorQueue(name: "network")
 
     // snippet: timeout-after
-    let page = queue.addOperation(name: "page", traits: [.timeout(.seconds(10))]) {
+    let page = queue.addOperation(name: "page", traits: [.timeout(.seconds(60))]) {
       try await fetch("page")
     }
-    let report = queue.addOperation(name: "report", traits: [.deadline(in: .seconds(30))]) {
+    let report = queue.addOperation(name: "report", traits: [.deadline(in: .seconds(600))]) {
       try await fetch("report")
     }
     do {

@@ -202,13 +202,19 @@ struct Scheduler: Sendable {
   /// The queue whose body runs on the task at `address` (see ``ActorQueue/current``).
   /// O(queues + started bodies).
   func queue(runningOnTask address: Int) -> ActorQueue? {
+    bodyRunning(onTask: address).flatMap { queues[$0.queue].owner }
+  }
+
+  /// The queue and record of the body executing on the task at `address`. O(queues + started
+  /// bodies).
+  func bodyRunning(onTask address: Int) -> (queue: Int, index: Int)? {
     for queue in queues.indices where queues[queue].isLive {
       var index = queues[queue].firstStarted
       while index >= 0 {
         if case .executing(.worker(let worker)) = operations[index].phase,
           worker.recordedTaskAddress == address
         {
-          return queues[queue].owner
+          return (queue, index)
         }
         index = operations[index].nextStarted
       }

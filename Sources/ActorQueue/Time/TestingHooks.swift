@@ -35,7 +35,9 @@ extension ActorQueue {
   package static var currentOperationID: OperationID? {
     let address = currentTaskAddress()
     guard address != 0 else { return nil }
-    return Engine.read { $0.operation(runningOnTask: address) }
+    return Engine.read { scheduler in
+      scheduler.bodyRunning(onTask: address).map { scheduler.operations[$0.index].id }
+    }
   }
 }
 
@@ -45,22 +47,6 @@ extension QueueClock {
 }
 
 extension Scheduler {
-  /// The operation whose body runs on the task at `address`. O(queues + started bodies).
-  func operation(runningOnTask address: Int) -> OperationID? {
-    for queue in queues.indices where queues[queue].isLive {
-      var index = queues[queue].firstStarted
-      while index >= 0 {
-        if case .executing(.worker(let worker)) = operations[index].phase,
-          worker.recordedTaskAddress == address
-        {
-          return operations[index].id
-        }
-        index = operations[index].nextStarted
-      }
-    }
-    return nil
-  }
-
   /// See ``ClockQuiescence``. O(operations of the clock's queues).
   func quiescence(ofClock clock: UInt64) -> ClockQuiescence {
     var result = ClockQuiescence()

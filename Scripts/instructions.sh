@@ -4,7 +4,8 @@
 # from run to run on a small machine.
 #
 #   Scripts/instructions.sh            this checkout
-#   Scripts/instructions.sh f7f0a16    a commit's library, measured with this checkout's bench
+#   Scripts/instructions.sh c2de8fe    a commit's library, measured with this checkout's bench
+#                                      (with its own before time traits, which must have --count)
 #
 # Each workload runs under callgrind at two sizes (`bench --count WORKLOAD N`); the difference
 # divided by the difference of N is the cost per operation, without the process start, the
@@ -35,12 +36,12 @@ if [ $# -ge 1 ]; then
   package=$work/package
   git -C "$root" worktree add --detach --force "$package" "$1" >/dev/null 2>&1
   trap 'git -C "$root" worktree remove --force "$package"; rm -rf "$work"' EXIT
-  rm -rf "$package/Sources/bench"
-  cp -R "$root/Sources/bench" "$package/Sources/bench"
-  if [ ! -f "$package/Sources/ActorQueue/Time/OperationTrait.swift" ]; then
-    # A commit from before time traits: the bench's timed workloads become a stub, not measured.
-    printf 'enum TimedCount { static func deadlineMax4(_ n: Int) { fatalError("no time traits") } }\n' \
-      >"$package/Sources/bench/Measurement/CountTimed.swift"
+  if [ -f "$package/Sources/ActorQueue/Time/OperationTrait.swift" ]; then
+    rm -rf "$package/Sources/bench"
+    cp -R "$root/Sources/bench" "$package/Sources/bench"
+  else
+    # A commit from before time traits: this bench does not build against it; its own bench
+    # (whose --count workloads are the same code) measures it, without the timed workload.
     timed=no
   fi
 fi
@@ -52,8 +53,10 @@ bench=$(swift build --package-path "$package" -c release --show-bin-path)/bench
 count() {
   local out=$work/callgrind.$1.$2
   # Fixed caches (a desktop's: 32 KiB L1s, an 8 MiB last level), not the host's, which a
-  # virtual machine may report as anything (here, a direct-mapped 256 MiB).
-  valgrind --tool=callgrind --cache-sim=yes --I1=32768,8,64 --D1=32768,8,64 --LL=8388608,16,64 \
+  # virtual machine may report as anything (here, a direct-mapped 256 MiB). Fair scheduling:
+  # valgrind runs one thread at a time, and its default hand-over lets a thread run long enough
+  # to change how often workers wait and wake (independent-max4 moved by 10% between runs).
+  valgrind --tool=callgrind --fair-sched=yes --cache-sim=yes --I1=32768,8,64 --D1=32768,8,64 --LL=8388608,16,64 \
     --callgrind-out-file="$out" "$bench" --count "$1" "$2" \
     >/dev/null 2>"$out.log" || {
     cat "$out.log" >&2

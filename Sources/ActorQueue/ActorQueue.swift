@@ -254,7 +254,7 @@ public actor ActorQueue {
     name: String? = nil, priority: OperationPriority = .normal,
     _ body: @escaping @Sendable () async throws -> Success
   ) -> QueueOperation<Success> {
-    submit(name: name, priority: priority, traits: [], .typed(body), as: QueueOperation<Success>.self)
+    submit(name: name, priority: priority, .typed(body), as: QueueOperation<Success>.self)
   }
 
   /// Adds an operation that runs `body`, a closure that returns nothing and cannot throw, and
@@ -270,14 +270,13 @@ public actor ActorQueue {
     name: String? = nil, priority: OperationPriority = .normal,
     _ body: @escaping @Sendable () async -> Void
   ) -> QueueOperation<Void> {
-    submit(name: name, priority: priority, traits: [], .void(body), as: QueueOperation<Void>.self)
+    submit(name: name, priority: priority, .void(body), as: QueueOperation<Void>.self)
   }
 
   /// Creates the handle and record of a new operation and submits it, in one critical section.
   @inline(__always)
   nonisolated func submit<Success: Sendable>(
-    name: String?, priority: OperationPriority, traits: [OperationTrait], _ work: OperationWork,
-    as type: QueueOperation<Success>.Type
+    name: String?, priority: OperationPriority, _ work: OperationWork, as type: QueueOperation<Success>.Type
   ) -> QueueOperation<Success> {
     let index = index
     // The handle is created with its record, in the same critical section as its submission
@@ -287,7 +286,6 @@ public actor ActorQueue {
     let (operation, spawn) = Engine.scheduler.withLock { scheduler in
       let id = OperationID()
       let record = scheduler.createOperation(id: id, name: name, priority: priority, work: work)
-      if !traits.isEmpty { scheduler.setTraits(traits, of: record) }
       let operation = type.init(id: id, name: name, recordIndex: record)
       return (operation, scheduler.submitNew(operation, to: index, now: Engine.now, &effects))
     }

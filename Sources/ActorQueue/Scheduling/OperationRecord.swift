@@ -86,6 +86,9 @@ struct OperationRecord: Sendable {
   /// Its handle was deinitialised before it ended (it had been let go of): the record is freed
   /// at its end.
   var isHandleGone = false
+  /// Its deadline's timer, a limit that passed, whether it has a `timeSlot`: empty for most
+  /// operations (see `Scheduler+Time.swift`).
+  var timeMarks: TimeMarks = []
   /// External work instead of a body, until the operation ends.
   var external: (any ExternalWork)?
   var dependencies: [DependencyEdge] = []
@@ -108,9 +111,9 @@ struct OperationRecord: Sendable {
   /// The order in which operations started (one counter for every queue): excess pausing
   /// pauses the most recently started first among equal priorities.
   var startOrder: UInt64 = 0
-  /// Its deadlines, timeouts and timed waiters: an index into `Scheduler.timeStates`, or -1
-  /// (most operations). Taken when it gets a time trait or a timed waiter, given back at its
-  /// end (see `Scheduler+Time.swift`).
+  /// Its timeout, early traits and timed waiters: an index into `Scheduler.timeStates`, or -1
+  /// (most operations, and those with only a deadline). Taken when it needs one, given back at
+  /// its end (see `Scheduler+Time.swift`).
   var timeSlot: Int32 = -1
   /// What only coalesced work and its callers' handles need, out of line: an operation that
   /// does not coalesce carries one null reference (see ``extras``).

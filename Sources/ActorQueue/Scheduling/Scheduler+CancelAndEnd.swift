@@ -96,7 +96,7 @@ extension Scheduler {
       operations[index].outcome = outcome
       return .finished
     }
-    if operations[index].timeSlot >= 0, let timeout = timeoutError(of: index) {
+    if operations[index].timeMarks.contains(.timedOut), let timeout = timeoutError(of: index) {
       return recordAfterTimeout(outcome, timeout, of: index)
     }
     switch outcome.value {
@@ -170,6 +170,8 @@ extension Scheduler {
     // Events: the subscriber streams end after the terminal state.
     transition(index, to: .ended(terminal), &effects)
     let queue = operations[index].queue
+    // Before it leaves its queue, whose clock it reads (a released queue's record is freed then).
+    if !operations[index].timeMarks.isEmpty { endTimers(of: index, queue: queue) }
     var leftHandle: Handle?
     if queue >= 0 {
       if operations[index].extrasBox != nil, let coalescing = operations[index].extras?.coalescing {
@@ -181,7 +183,7 @@ extension Scheduler {
 
     if !operations[index].completionHandlers.isEmpty { scheduleCompletionHandlers(of: index, &effects) }
     if !operations[index].waiters.isEmpty { wakeWaiters(of: index, &effects) }
-    if operations[index].timeSlot >= 0 { endTime(of: index, &effects) }
+    if operations[index].timeSlot >= 0 { endTimedWaiters(of: index, &effects) }
 
     if operations[index].extrasBox != nil, operations[index].hasFollowers {
       endFollowers(of: index, as: terminal, into: &work, &effects)

@@ -1,14 +1,15 @@
 /// Time: deadlines, execution timeouts and timed waits, as timers in the value.
 ///
-/// Each clock has a heap of timers: the system clock's (`systemTimers`) fires from the process's
+/// Each clock has a set of timers (`TimerQueue`): the system clock's (`systemTimers`) fires from the process's
 /// one timer task (`TimerTask`), which the value commands through its effects (armed for the
 /// earliest live entry, replaced when an earlier one is armed, ended when none is left); a
 /// manual clock's (`manualClocks`) fire when its instant, kept here, is advanced
 /// (``advanceManualClock(_:to:now:_:)``). What fires is decided under the lock; waiters, handlers
-/// and tasks to cancel are effects, as everywhere else. Only operations with a time trait (or a
-/// timed waiter) have time state, in a table of the value's own (`timeStates`, by the record's
-/// `timeSlot`, changed in place); the others pay a test per event (`hasTimeWork`) and per start
-/// and end (`timeSlot`).
+/// and tasks to cancel are effects, as everywhere else. An operation's deadline is its entry and
+/// a mark in its record (`timeMarks`); only an operation with a timeout, early traits or a timed
+/// waiter has more, in a table of the value's own (`timeStates`, by the record's `timeSlot`,
+/// changed in place). The others pay a test per event (`hasTimeWork`), per start (`timeSlot`)
+/// and per end (`timeMarks`).
 extension Scheduler {
   // MARK: Time state
 
@@ -21,11 +22,15 @@ extension Scheduler {
   /// Changes `index`'s time state in place, giving it one first if it has none.
   mutating func modifyTime<Result>(of index: Int, _ change: (inout OperationTime) -> Result) -> Result {
     if operations[index].timeSlot < 0 {
+      operations[index].timeMarks.insert(.hasState)
+      // On its queue's clock; a time state made before it is added takes its queue's then.
+      var time = OperationTime()
+      if operations[index].queue >= 0 { time.clock = queues[operations[index].queue].clock }
       if let slot = freeTimeStates.popLast() {
         operations[index].timeSlot = slot
-        timeStates[Int(slot)] = OperationTime()
+        timeStates[Int(slot)] = time
       } else {
-        timeStates.append(OperationTime())
+        timeStates.append(time)
         operations[index].timeSlot = Int32(timeStates.count - 1)
       }
     }
@@ -38,12 +43,25 @@ extension Scheduler {
   mutating func releaseTimeSlot(of index: Int) {
     freeTimeStates.append(operations[index].timeSlot)
     operations[index].timeSlot = -1
+    operations[index].timeMarks.remove(.hasState)
+  }
+
+  /// `index`'s armed deadline and execution timeout (nanoseconds of its clock), by a search of
+  /// its clock's timers: O(timers), for tests and diagnostics.
+  func armedTimers(of index: Int) -> (deadline: Int64?, timeout: Int64?) {
+    let slot = Int(operations[index].timeSlot)
+    let queue = operations[index].queue
+    let clock = slot >= 0 ? timeStates[slot].clock : queue >= 0 ? queues[queue].clock : 0
+    let timers = clock == 0 ? systemTimers : manualClocks[clock]?.timers ?? TimerQueue()
+    let deadline = (timers.runEntries + timers.heapEntries).first {
+      $0.action == .deadline && Int($0.index) == index && isLive($0)
+    }
+    return (deadline?.at, slot >= 0 ? timeStates[slot].armedTimeout : nil)
   }
 
   /// Whether `index`'s deadline or timeout passed while it ran.
   func isTimedOut(_ index: Int) -> Bool {
-    let slot = operations[index].timeSlot
-    return slot >= 0 && timeStates[Int(slot)].timedOut != nil
+    operations[index].timeMarks.contains(.timedOut)
   }
 
   // MARK: Clocks
@@ -64,34 +82,36 @@ extension Scheduler {
   // MARK: Arming
 
   /// `index`, just enqueued in `queue` (or a caller's handle to coalesced work there), has time
-  /// state: it takes the queue's clock, and its deadline is armed; one already past ends it
-  /// when the event settles (not in the middle of a batch's submission).
+  /// state (traits given before it was added): its deadline is armed.
   @inline(never)
   mutating func armDeadline(of index: Int, on queue: Int, now: () -> SchedulerInstant) {
-    let clock = queues[queue].clock
     let slot = Int(operations[index].timeSlot)
-    let requested = timeStates[slot].requestedDeadline
-    if requested != nil, timeStates[slot].requestedClock != clock {
-      let name = operations[index].name ?? operations[index].id.description
-      let queueName = queues[queue].name.map { " \"\($0)\"" } ?? ""
-      fatalError(
-        "ActorQueue: \(name) has a deadline of the \(QueueClock(id: timeStates[slot].requestedClock)) clock, but its "
-          + "queue\(queueName) runs "
-          + "on the \(QueueClock(id: clock)) clock; make the deadline with that queue's deadline(in:)")
-    }
-    timeStates[slot].clock = clock
-    var at = requested
+    timeStates[slot].clock = queues[queue].clock
+    armDeadline(of: index, on: queue, timeStates[slot].traits, now: now)
+  }
+
+  /// Arms `index`'s deadline, if `traits` has one, on `queue`'s clock: `index` was just
+  /// enqueued there (or is a caller's handle to coalesced work there). One already past ends it
+  /// when the event settles (not in the middle of a batch's submission).
+  mutating func armDeadline(
+    of index: Int, on queue: Int, _ traits: TimeTraits, now: () -> SchedulerInstant
+  ) {
+    guard traits.hasDeadline else { return }
+    let clock = queues[queue].clock
+    traits.checkClock(
+      clock, operation: operations[index].name ?? operations[index].id.description, queue: queues[queue].name)
+    var at = traits.deadline ?? .max
     var clockNow: Int64?
-    if let after = timeStates[slot].deadlineAfterSubmission {
-      clockNow = instant(of: clock, now: now)
-      at = min(at ?? .max, clockNow! &+ after)
+    if let after = traits.deadlineAfterSubmission {
+      let current = instant(of: clock, now: now)
+      clockNow = current
+      at = min(at, current &+ after)
     }
-    guard let at else { return }
     if at <= (clockNow ?? instant(of: clock, now: now)) {
       pendingTimes.append(PendingTime(index: index, id: operations[index].id, started: false))
       hasTimeWork = true
     } else {
-      timeStates[slot].armedDeadline = at
+      operations[index].timeMarks.insert(.deadlineArmed)
       arm(TimerEntry(at: at, index: index, id: operations[index].id, action: .deadline), on: clock)
     }
   }
@@ -100,7 +120,7 @@ extension Scheduler {
   /// armed when the event settles, which knows the time.
   @inline(never)
   mutating func noteTimedStart(_ index: Int) {
-    guard timeStates[Int(operations[index].timeSlot)].timeout != nil else { return }
+    guard timeStates[Int(operations[index].timeSlot)].traits.timeout != nil else { return }
     pendingTimes.append(PendingTime(index: index, id: operations[index].id, started: true))
     hasTimeWork = true
   }
@@ -118,15 +138,18 @@ extension Scheduler {
       var systemNow: Int64?
       for entry in pending {
         guard operations[entry.index].isLive, operations[entry.index].id == entry.id,
-          !operations[entry.index].phase.hasEnded, operations[entry.index].timeSlot >= 0
+          !operations[entry.index].phase.hasEnded
         else { continue }
         guard entry.started else {
           // Its deadline had passed when it was added.
           timeOut(entry.index, .deadline, &effects)
           continue
         }
+        guard operations[entry.index].timeSlot >= 0 else { continue }
         let slot = Int(operations[entry.index].timeSlot)
-        guard let timeout = timeStates[slot].timeout, timeStates[slot].armedTimeout == nil else { continue }
+        guard let timeout = timeStates[slot].traits.timeout, timeStates[slot].armedTimeout == nil else {
+          continue
+        }
         let clock = timeStates[slot].clock
         if clock == 0, systemNow == nil { systemNow = now().nanoseconds }
         let at = (clock == 0 ? systemNow! : manualNow(of: clock)) &+ timeout
@@ -142,9 +165,6 @@ extension Scheduler {
   /// Adds a live entry to `clock`'s heap (a manual clock that was never registered has none: it
   /// would never fire).
   private mutating func arm(_ entry: TimerEntry, on clock: UInt64) {
-    var entry = entry
-    nextTimerSequence += 1
-    entry.sequence = nextTimerSequence
     if clock == 0 {
       systemTimers.insert(entry)
       systemTimers.live += 1
@@ -154,8 +174,8 @@ extension Scheduler {
         hasTimeWork = true
       }
     } else if manualClocks[clock] != nil {
-      manualClocks[clock]!.heap.insert(entry)
-      manualClocks[clock]!.heap.live += 1
+      manualClocks[clock]!.timers.insert(entry)
+      manualClocks[clock]!.timers.live += 1
     }
   }
 
@@ -170,24 +190,38 @@ extension Scheduler {
         hasTimeWork = true
       }
     } else if manualClocks[clock] != nil {
-      manualClocks[clock]!.heap.live -= 1
+      manualClocks[clock]!.timers.live -= 1
+    }
+  }
+
+  /// Drops the stale entries at the front of `clock`'s run (an operation that ended in the
+  /// order its timers were armed leaves its own there): each is dropped once, O(1).
+  private mutating func dropStaleFront(on clock: UInt64) {
+    if clock == 0 {
+      while let front = systemTimers.frontOfRun, !isLive(front) { systemTimers.dropFrontOfRun() }
+    } else if manualClocks[clock] != nil {
+      while let front = manualClocks[clock]!.timers.frontOfRun, !isLive(front) {
+        manualClocks[clock]!.timers.dropFrontOfRun()
+      }
     }
   }
 
   /// Whether `entry` still applies: its operation has not ended and still has it armed.
   func isLive(_ entry: TimerEntry) -> Bool {
     let index = Int(entry.index)
-    guard index < operations.count, operations[index].isLive, operations[index].timeSlot >= 0 else {
-      return false
-    }
-    let slot = Int(operations[index].timeSlot)
+    guard index < operations.count, operations[index].isLive else { return false }
     switch entry.action {
     case .deadline:
-      return operations[index].id.rawValue == entry.key && timeStates[slot].armedDeadline == entry.at
+      // Armed once in an operation's life: its mark says whether the entry still applies.
+      return operations[index].id.rawValue == entry.key
+        && operations[index].timeMarks.contains(.deadlineArmed)
     case .executionTimeout:
-      return operations[index].id.rawValue == entry.key && timeStates[slot].armedTimeout == entry.at
+      let slot = Int(operations[index].timeSlot)
+      return operations[index].id.rawValue == entry.key && slot >= 0
+        && timeStates[slot].armedTimeout == entry.at
     case .waitTimeout:
-      return timeStates[slot].timedWaiters.contains { $0.token == entry.key }
+      let slot = Int(operations[index].timeSlot)
+      return slot >= 0 && timeStates[slot].timedWaiters.contains { $0.token == entry.key }
     }
   }
 
@@ -199,7 +233,7 @@ extension Scheduler {
     systemTimersChanged = false
     if systemTimers.needsCompaction { compactSystemTimers() }
     if systemTimers.live == 0 {
-      if !systemTimers.isEmpty { systemTimers = TimerHeap() }  // only stale entries: let them go
+      if !systemTimers.isEmpty { systemTimers = TimerQueue() }  // only stale entries: let them go
       if armedSystemTimer != nil {
         armedSystemTimer = nil
         timerGeneration += 1
@@ -224,11 +258,14 @@ extension Scheduler {
   /// Rebuilds the system clock's heap from its live entries (no closure over `self`, which
   /// would copy the whole value). O(n).
   private mutating func compactSystemTimers() {
-    var kept: [TimerEntry] = []
-    kept.reserveCapacity(systemTimers.live)
-    for entry in systemTimers.entries where isLive(entry) { kept.append(entry) }
-    assert(kept.count == systemTimers.live, "Internal inconsistency: the system timers' live count is off")
-    systemTimers = TimerHeap(rebuilding: kept)
+    var run: [TimerEntry] = []
+    var heap: [TimerEntry] = []
+    for entry in systemTimers.runEntries where isLive(entry) { run.append(entry) }
+    for entry in systemTimers.heapEntries where isLive(entry) { heap.append(entry) }
+    assert(
+      run.count + heap.count == systemTimers.live,
+      "Internal inconsistency: the system timers' live count is off")
+    systemTimers = TimerQueue(run: run, heap: heap)
   }
 
   // MARK: Firing
@@ -259,7 +296,7 @@ extension Scheduler {
 
   /// The earliest entry of `clock`'s heap, live or stale.
   private func firstTimer(of clock: UInt64) -> TimerEntry? {
-    clock == 0 ? systemTimers.first : manualClocks[clock]?.heap.first
+    clock == 0 ? systemTimers.first : manualClocks[clock]?.timers.first
   }
 
   /// Fires `clock`'s live timers due at or before `instant`.
@@ -270,9 +307,9 @@ extension Scheduler {
         _ = systemTimers.popFirst()
         if live { systemTimers.live -= 1 }
       } else {
-        _ = manualClocks[clock]!.heap.popFirst()
+        _ = manualClocks[clock]!.timers.popFirst()
         if live {
-          manualClocks[clock]!.heap.live -= 1
+          manualClocks[clock]!.timers.live -= 1
           manualClocks[clock]!.now = max(manualClocks[clock]!.now, first.at)
         }
       }
@@ -284,7 +321,7 @@ extension Scheduler {
     let index = Int(entry.index)
     switch entry.action {
     case .deadline:
-      modifyTime(of: index) { $0.armedDeadline = nil }
+      operations[index].timeMarks.remove(.deadlineArmed)
       timeOut(index, .deadline, &effects)
     case .executionTimeout:
       modifyTime(of: index) { $0.armedTimeout = nil }
@@ -323,7 +360,7 @@ extension Scheduler {
     switch operations[index].phase {
     case .pending, .ready:
       if startsWhenCancelled(index), queue >= 0 {
-        modifyTime(of: index) { $0.timedOut = (kind, started) }
+        markTimedOut(index, kind, started: started)
         cancelWaiting(index, &effects)
       } else {
         terminate(index, as: .failed, error: error, &effects)
@@ -331,14 +368,14 @@ extension Scheduler {
     // Started: its task is cancelled as `cancel()` would, but `isCancelled` stays as it was.
     // (Where the toolchain has SE-0526, the task's cancellation would carry `.deadlineExpired`.)
     case .executing(.worker(let worker)):
-      modifyTime(of: index) { $0.timedOut = (kind, started) }
+      markTimedOut(index, kind, started: started)
       cancelTask(of: index, worker, &effects)
     case .paused(let body), .resumed(let body):
-      modifyTime(of: index) { $0.timedOut = (kind, started) }
+      markTimedOut(index, kind, started: started)
       cancelPaused(index, &effects)
       cancelTask(of: index, body.worker, &effects)
     case .executing(.external):
-      modifyTime(of: index) { $0.timedOut = (kind, started) }
+      markTimedOut(index, kind, started: started)
       if let external = operations[index].external { effects.runExternalCancel(external) }
     case .detached, .following, .ended:
       return
@@ -347,17 +384,43 @@ extension Scheduler {
     }
   }
 
+  /// A limit passed for `index` before it ended: it ends `.failed` with a timeout error.
+  private mutating func markTimedOut(_ index: Int, _ kind: OperationTimeoutError.Kind, started: Bool) {
+    operations[index].timeMarks.insert(.timedOut)
+    if kind == .executionTimeout { operations[index].timeMarks.insert(.byExecutionTimeout) }
+    if started { operations[index].timeMarks.insert(.timedOutAfterStart) }
+  }
+
   // MARK: The end
 
-  /// `index` ended with time state: its armed timers go stale, and its timed waiters return
-  /// `true` (after its completion handlers, as its other waiters).
+  /// `index` ended with time marks: its armed timers go stale (its own entry leaves the front of
+  /// its clock's run at once). Called before it leaves `queue` (-1: none), whose record a
+  /// released queue frees then.
   @inline(never)
-  mutating func endTime(of index: Int, _ effects: inout Effects) {
+  mutating func endTimers(of index: Int, queue: Int) {
+    let marks = operations[index].timeMarks
+    operations[index].timeMarks = marks.intersection(.hasState)
     let slot = Int(operations[index].timeSlot)
-    let clock = timeStates[slot].clock
-    if timeStates[slot].armedDeadline != nil { unarm(on: clock) }
-    if timeStates[slot].armedTimeout != nil { unarm(on: clock) }
+    if marks.contains(.deadlineArmed) {
+      // Armed when it was enqueued: on its queue's clock, or a time state's (a caller's handle
+      // to coalesced work is in no queue).
+      let clock = slot >= 0 ? timeStates[slot].clock : queues[queue].clock
+      unarm(on: clock)
+      dropStaleFront(on: clock)
+    }
+    if slot >= 0, timeStates[slot].armedTimeout != nil {
+      unarm(on: timeStates[slot].clock)
+      dropStaleFront(on: timeStates[slot].clock)
+    }
+  }
+
+  /// `index` ended with a time state: it is given back, and its timed waiters return `true`
+  /// (after its completion handlers, as its other waiters).
+  @inline(never)
+  mutating func endTimedWaiters(of index: Int, _ effects: inout Effects) {
+    let slot = Int(operations[index].timeSlot)
     let waiters = timeStates[slot].timedWaiters
+    timeStates[slot].timedWaiters = []
     releaseTimeSlot(of: index)
     for waiter in waiters {
       unarm(on: waiter.clock)
@@ -368,11 +431,12 @@ extension Scheduler {
   /// The error an operation whose deadline or timeout passed while it ran ends with, if it did.
   @inline(never)
   func timeoutError(of index: Int) -> OperationTimeoutError? {
-    let slot = operations[index].timeSlot
-    guard slot >= 0, let timedOut = timeStates[Int(slot)].timedOut else { return nil }
+    let marks = operations[index].timeMarks
+    guard marks.contains(.timedOut) else { return nil }
     return OperationTimeoutError(
-      kind: timedOut.kind, operationID: operations[index].id, operationName: operations[index].name,
-      hadStarted: timedOut.started)
+      kind: marks.contains(.byExecutionTimeout) ? .executionTimeout : .deadline,
+      operationID: operations[index].id,
+      operationName: operations[index].name, hadStarted: marks.contains(.timedOutAfterStart))
   }
 
   // MARK: Timed waits

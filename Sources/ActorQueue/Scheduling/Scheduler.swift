@@ -130,10 +130,10 @@ struct Scheduler: Sendable {
 
   // Time (see `Scheduler+Time.swift`).
   /// The system clock's timers; each manual clock's, and its instant, by `QueueClock.id`.
-  var systemTimers = TimerHeap()
+  var systemTimers = TimerQueue()
   var manualClocks: [UInt64: ClockTimers] = [:]
-  /// The time state of operations with a time trait or a timed waiter, by their record's
-  /// `timeSlot`; the free slots.
+  /// The time state of operations with a timeout, early traits or a timed waiter, by their
+  /// record's `timeSlot`; the free slots.
   var timeStates: [OperationTime] = []
   var freeTimeStates: [Int32] = []
   /// Time traits the current event noted, armed when it settles.
@@ -145,7 +145,6 @@ struct Scheduler: Sendable {
   /// The instant the timer task was last told to sleep until (`nil`: it was told to end).
   var armedSystemTimer: Int64?
   var timerGeneration: UInt64 = 0
-  var nextTimerSequence: UInt64 = 0
   var nextWaiterToken: UInt64 = 0
 
   /// The workers asked to pause, where checkpoints find them: the process's queues share

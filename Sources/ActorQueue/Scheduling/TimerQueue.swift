@@ -1,22 +1,21 @@
-/// Something that happens to an operation at an instant of its clock.
+/// Something that happens to an operation at an instant of its clock. 24 bytes: the timers
+/// move entries, and a waiting operation with a deadline keeps one.
 struct TimerEntry: Sendable {
   enum Action: UInt8, Sendable {
     /// The operation's deadline passed.
     case deadline
     /// Its body ran past its execution timeout.
     case executionTimeout
-    /// A caller's `waitUntilFinished(timeout:)` gives up (``token`` says which).
+    /// A caller's `waitUntilFinished(timeout:)` gives up (``key`` says which).
     case waitTimeout
   }
 
   /// The instant, in nanoseconds of the entry's clock.
   var at: Int64
-  /// Arming order: entries due at the same instant fire in the order they were armed.
-  var sequence: UInt64 = 0
   /// The operation's identifier (`OperationID.rawValue`), or for ``Action/waitTimeout`` the
   /// waiter's token (unique in the process, so it identifies the operation's record too).
   var key: UInt64
-  /// The operation's record (an `Int32`, so that an entry is 32 bytes: a heap moves them).
+  /// The operation's record.
   var index: Int32
   var action: Action
 
@@ -34,62 +33,105 @@ struct TimerEntry: Sendable {
     self.action = .waitTimeout
   }
 
-  /// Earlier first; armed first among equal instants.
+  /// Earlier first; among equal instants, by key (operations in the order they were made),
+  /// then action (a deadline before a timeout): the same order on every run.
   func precedes(_ other: TimerEntry) -> Bool {
-    at != other.at ? at < other.at : sequence < other.sequence
+    if at != other.at { return at < other.at }
+    if key != other.key { return key < other.key }
+    return action.rawValue < other.action.rawValue
   }
 }
 
-/// The timers of one clock: a binary min-heap of entries, removed lazily.
+/// The timers of one clock, removed lazily: entries armed in order in a run, the rest in a heap.
 ///
-/// An entry that no longer applies (its operation ended, its waiter was resumed) stays in the
-/// heap and is skipped when it surfaces, as the ready set skips withdrawn stamps: removing it at
-/// once would cost a search. `live` counts the entries that still apply; when stale ones
-/// outnumber them, the heap is rebuilt from the live ones (``compact(keeping:)``).
-struct TimerHeap: Sendable {
-  private(set) var entries: [TimerEntry] = []
+/// Most timers arrive in order: a deadline `in:` a fixed duration from each submission, a
+/// timeout from each start. Those go to ``run``, where adding and taking the earliest are
+/// O(1), and where the operations that end in the order they were added drop their own entries
+/// from its front (``dropFrontOfRun()``); an entry earlier than the run's last goes to a binary
+/// min-heap, O(log n). An entry that no longer applies (its operation ended, its waiter was
+/// resumed) and is not at the run's front stays, and is skipped when it surfaces, as the ready
+/// set skips withdrawn stamps. `live` counts the entries that still apply; when stale ones
+/// outnumber them, both parts are rebuilt from the live ones (``init(rebuilding:)``).
+struct TimerQueue: Sendable {
+  /// In order from `runStart` (the entries before it were taken).
+  private var run: [TimerEntry] = []
+  private var runStart = 0
+  private var heap: [TimerEntry] = []
   /// Entries that still apply (the owner keeps this count as entries are armed, fire or go
   /// stale).
   var live = 0
 
-  var isEmpty: Bool { entries.isEmpty }
-  var count: Int { entries.count }
-  /// The earliest entry, live or stale.
-  var first: TimerEntry? { entries.first }
+  var isEmpty: Bool { runStart == run.count && heap.isEmpty }
+  var count: Int { run.count - runStart + heap.count }
+  /// The run's entries, in order, live or stale.
+  var runEntries: ArraySlice<TimerEntry> { run[runStart...] }
+  /// The heap's entries, live or stale, in no particular order.
+  var heapEntries: [TimerEntry] { heap }
+  /// The run's earliest entry, live or stale.
+  var frontOfRun: TimerEntry? { runStart < run.count ? run[runStart] : nil }
 
-  /// O(log n).
+  /// The earliest entry, live or stale.
+  var first: TimerEntry? {
+    guard let top = heap.first else { return frontOfRun }
+    guard let front = frontOfRun else { return top }
+    return top.precedes(front) ? top : front
+  }
+
+  /// O(1) for an entry no earlier than the run's last; O(log n) otherwise.
   mutating func insert(_ entry: TimerEntry) {
-    entries.append(entry)
-    var child = entries.count - 1
+    if runStart == run.count || !entry.precedes(run[run.count - 1]) {
+      run.append(entry)
+      return
+    }
+    heap.append(entry)
+    var child = heap.count - 1
     while child > 0 {
       let parent = (child - 1) / 2
-      guard entries[child].precedes(entries[parent]) else { break }
-      entries.swapAt(child, parent)
+      guard heap[child].precedes(heap[parent]) else { break }
+      heap.swapAt(child, parent)
       child = parent
     }
   }
 
-  /// Removes and returns the earliest entry. O(log n).
+  /// Removes and returns the earliest entry.
   mutating func popFirst() -> TimerEntry? {
-    guard !entries.isEmpty else { return nil }
-    entries.swapAt(0, entries.count - 1)
-    let first = entries.removeLast()
-    siftDown(from: 0)
-    return first
+    if let top = heap.first, frontOfRun.map({ top.precedes($0) }) ?? true {
+      heap.swapAt(0, heap.count - 1)
+      heap.removeLast()
+      siftDown(from: 0)
+      return top
+    }
+    guard let front = frontOfRun else { return nil }
+    dropFrontOfRun()
+    return front
+  }
+
+  /// Removes the run's earliest entry. Amortised O(1): the taken prefix is let go once it is
+  /// half the run.
+  mutating func dropFrontOfRun() {
+    runStart += 1
+    if runStart == run.count {
+      run.removeAll(keepingCapacity: run.capacity <= 1_024)
+      runStart = 0
+    } else if runStart >= 512, runStart * 2 >= run.count {
+      run.removeFirst(runStart)
+      runStart = 0
+    }
   }
 
   /// Whether stale entries outnumber live ones enough to rebuild.
-  var needsCompaction: Bool { entries.count > 64 && entries.count > 2 * live }
+  var needsCompaction: Bool { count > 64 && count > 2 * live }
 
-  /// An empty heap.
+  /// An empty set.
   init() {}
 
-  /// A heap of `entries` (in any order), all live. O(n).
-  init(rebuilding entries: [TimerEntry]) {
-    self.entries = entries
-    live = entries.count
-    if entries.count > 1 {
-      for index in stride(from: entries.count / 2 - 1, through: 0, by: -1) { siftDown(from: index) }
+  /// Live entries: `run` in order, `heap` in any order. O(n).
+  init(run: [TimerEntry], heap: [TimerEntry]) {
+    self.run = run
+    self.heap = heap
+    live = run.count + heap.count
+    if heap.count > 1 {
+      for index in stride(from: heap.count / 2 - 1, through: 0, by: -1) { siftDown(from: index) }
     }
   }
 
@@ -97,11 +139,11 @@ struct TimerHeap: Sendable {
     var parent = start
     while true {
       let left = 2 * parent + 1
-      guard left < entries.count else { return }
+      guard left < heap.count else { return }
       var best = left
-      if left + 1 < entries.count, entries[left + 1].precedes(entries[left]) { best = left + 1 }
-      guard entries[best].precedes(entries[parent]) else { return }
-      entries.swapAt(parent, best)
+      if left + 1 < heap.count, heap[left + 1].precedes(heap[left]) { best = left + 1 }
+      guard heap[best].precedes(heap[parent]) else { return }
+      heap.swapAt(parent, best)
       parent = best
     }
   }
@@ -112,43 +154,37 @@ struct ClockTimers: Sendable {
   /// A manual clock's current instant (nanoseconds since it was made); unused for the system
   /// clock, which is read.
   var now: Int64 = 0
-  var heap = TimerHeap()
+  var timers = TimerQueue()
 }
 
-/// What an operation's deadlines and timeouts need, in its record's extras.
-struct OperationTime: Sendable {
-  /// Traits as given: an absolute deadline (nanoseconds of `requestedClock`), and one relative
-  /// to the submission (nanoseconds).
-  var requestedDeadline: Int64?
-  var requestedClock: UInt64 = 0
+/// An operation's time traits, folded: the earliest deadline and the shortest timeout win.
+/// Made from the caller's `[OperationTrait]` before the lock is taken.
+struct TimeTraits: Sendable {
+  /// An absolute deadline (nanoseconds of `deadlineClock`).
+  var deadline: Int64?
+  var deadlineClock: UInt64 = 0
+  /// A deadline relative to the submission (nanoseconds).
   var deadlineAfterSubmission: Int64?
-  /// The execution timeout, in nanoseconds.
+  /// The execution timeout (nanoseconds).
   var timeout: Int64?
-  /// The clock its timers are on: its queue's, from its submission.
-  var clock: UInt64 = 0
-  /// Armed entries (nanoseconds of `clock`), until they fire or the operation ends.
-  var armedDeadline: Int64?
-  var armedTimeout: Int64?
-  /// Which limit passed while it ran, and whether it had started: its end is `.failed` with an
-  /// ``OperationTimeoutError`` of that kind, whatever its body throws (a value still finishes
-  /// it). The error is made when read, so that this state holds no string to copy.
-  var timedOut: (kind: OperationTimeoutError.Kind, started: Bool)?
-  /// Callers in `waitUntilFinished(timeout:)`.
-  var timedWaiters: [TimedWaiter] = []
 
-  /// Folds traits: the earliest deadline and the shortest timeout win. Two absolute deadlines
-  /// of different clocks are refused (`QueueDeadline`'s `<` says so).
+  init() {}
+
+  /// Two absolute deadlines of different clocks are refused (`QueueDeadline`'s `<` says so).
+  init(_ traits: [OperationTrait]) {
+    add(traits)
+  }
+
   mutating func add(_ traits: [OperationTrait]) {
     for trait in traits {
       switch trait.kind {
-      case .deadline(let deadline):
-        if let current = requestedDeadline {
-          let earliest = min(
-            QueueDeadline(clock: QueueClock(id: requestedClock), nanoseconds: current), deadline)
-          requestedDeadline = earliest.nanoseconds
+      case .deadline(let new):
+        if let current = deadline {
+          deadline =
+            min(QueueDeadline(clock: QueueClock(id: deadlineClock), nanoseconds: current), new).nanoseconds
         } else {
-          requestedDeadline = deadline.nanoseconds
-          requestedClock = deadline.clock.id
+          deadline = new.nanoseconds
+          deadlineClock = new.clock.id
         }
       case .deadlineIn(_, let nanoseconds):
         deadlineAfterSubmission = min(deadlineAfterSubmission ?? nanoseconds, nanoseconds)
@@ -158,8 +194,49 @@ struct OperationTime: Sendable {
     }
   }
 
-  /// Whether it has a deadline or timeout to arm (a waiter needs no more than its own entry).
-  var hasTraits: Bool { requestedDeadline != nil || deadlineAfterSubmission != nil || timeout != nil }
+  /// Whether it has a deadline to arm when the operation is added.
+  var hasDeadline: Bool { deadline != nil || deadlineAfterSubmission != nil }
+
+  /// Refuses an absolute deadline of another clock than `clock`, the operation's queue's.
+  func checkClock(_ clock: UInt64, operation name: @autoclosure () -> String, queue queueName: String?) {
+    guard deadline != nil, deadlineClock != clock else { return }
+    let queue = queueName.map { " \"\($0)\"" } ?? ""
+    fatalError(
+      "ActorQueue: \(name()) has a deadline of the \(QueueClock(id: deadlineClock)) clock, but its queue\(queue) "
+        + "runs on the \(QueueClock(id: clock)) clock; make the deadline with that queue's deadline(in:)")
+  }
+}
+
+/// What an operation's time needs beyond its record's ``TimeMarks``: kept in
+/// `Scheduler.timeStates` only for an operation with an execution timeout, a timed waiter, or
+/// traits given before it was added (a prepared operation's, a caller's handle to coalesced
+/// work). An operation added with only a deadline has none: its entry holds the instant.
+struct OperationTime: Sendable {
+  /// Traits as given, read when it is added and when its body starts.
+  var traits = TimeTraits()
+  /// The clock its timers are on: its queue's, from its submission.
+  var clock: UInt64 = 0
+  /// The armed execution timeout (nanoseconds of `clock`), until it fires or the operation ends.
+  var armedTimeout: Int64?
+  /// Callers in `waitUntilFinished(timeout:)`.
+  var timedWaiters: [TimedWaiter] = []
+}
+
+/// What time left in an operation's record: one byte, in padding the record has anyway.
+struct TimeMarks: OptionSet, Sendable {
+  let rawValue: UInt8
+
+  /// It has an ``OperationTime`` (`OperationRecord.timeSlot`).
+  static let hasState = TimeMarks(rawValue: 1 << 0)
+  /// Its deadline is armed: its entry, in its clock's timers, holds the instant.
+  static let deadlineArmed = TimeMarks(rawValue: 1 << 1)
+  /// A limit passed before it ended: it ends `.failed` with an ``OperationTimeoutError``, whatever
+  /// its body throws (a value still finishes it). The error is made when read, from these marks.
+  static let timedOut = TimeMarks(rawValue: 1 << 2)
+  /// The limit that passed was its execution timeout (otherwise its deadline).
+  static let byExecutionTimeout = TimeMarks(rawValue: 1 << 3)
+  /// Its body had started when the limit passed.
+  static let timedOutAfterStart = TimeMarks(rawValue: 1 << 4)
 }
 
 /// A caller in `waitUntilFinished(timeout:)`.

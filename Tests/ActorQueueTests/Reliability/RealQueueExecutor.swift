@@ -383,7 +383,7 @@ private final class RealRun {
     }
     // The clock reads the model's instant; its heap counts live exactly the model's armed timers.
     let (instant, live) = Engine.read { [id = clock.queueClock.id] in
-      ($0.manualNow(of: id), $0.manualClocks[id]?.heap.live ?? -1)
+      ($0.manualNow(of: id), $0.manualClocks[id]?.timers.live ?? -1)
     }
     if instant != Int64(model.now) * 1_000_000_000 || live != model.armedTimerCount {
       return ScriptFailure(
@@ -640,9 +640,22 @@ private final class RealRun {
     case .releaseQueue(let queue):
       boxes[queue] = nil
     case .addTimed(let op, let queue, let priority, let deadline, let timeout, let spec):
-      let operation = boxes[queue]!.queue.addOperation(
-        name: "op\(op)", priority: OperationPriority.allCases[priority],
-        traits: timeTraits(deadline: deadline, timeout: timeout), body(op, spec))
+      // Both ways traits reach an operation: with addOperation(traits:) (even ops), or on a
+      // prepared operation added afterwards (odd ops).
+      let traits = timeTraits(deadline: deadline, timeout: timeout)
+      let priority = OperationPriority.allCases[priority]
+      let operation: QueueOperation<Int>
+      if op.isMultiple(of: 2) {
+        operation = boxes[queue]!.queue.addOperation(
+          name: "op\(op)", priority: priority, traits: traits, body(op, spec))
+      } else {
+        operation = QueueOperation(name: "op\(op)", priority: priority, traits: traits, body(op, spec))
+        do {
+          try boxes[queue]!.queue.addOperation(operation)
+        } catch {
+          return "addOperation refused a new prepared operation: \(error)"
+        }
+      }
       typed[op] = operation
       track(op, operation, spec)
     case .advance(let seconds):

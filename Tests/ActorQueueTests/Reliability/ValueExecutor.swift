@@ -185,13 +185,11 @@ private struct ValueRun {
     if scheduler.manualNow(of: clock) != Int64(model.now) * second {
       return "the clock reads \(scheduler.manualNow(of: clock)) ns, expected \(model.now) s"
     }
-    let live = scheduler.manualClocks[clock]?.heap.live ?? -1
+    let live = scheduler.manualClocks[clock]?.timers.live ?? -1
     var armed = 0
-    for record in scheduler.operations where record.isLive && record.timeSlot >= 0 {
-      let time = scheduler.timeStates[Int(record.timeSlot)]
-      if time.clock == clock {
-        armed += (time.armedDeadline == nil ? 0 : 1) + (time.armedTimeout == nil ? 0 : 1)
-      }
+    for (index, record) in scheduler.operations.enumerated() where record.isLive {
+      let timers = scheduler.armedTimers(of: index)
+      armed += (timers.deadline == nil ? 0 : 1) + (timers.timeout == nil ? 0 : 1)
     }
     if live != armed || live != model.armedTimerCount {
       return
@@ -206,13 +204,13 @@ private struct ValueRun {
       if state == .executing, model.mustNotExecute(op) {
         return "op\(op) executes though its deadline passed before it started"
       }
-      let time = scheduler.time(of: index)
       if state.isTerminal {
-        if time != nil { return "op\(op) ended with its time state kept" }
+        if scheduler.time(of: index) != nil || !scheduler.operations[index].timeMarks.isEmpty {
+          return "op\(op) ended with its time state kept"
+        }
       } else {
         let expected = model.armedTimers(of: op)
-        let deadline = time?.armedDeadline
-        let timeout = time?.armedTimeout
+        let (deadline, timeout) = scheduler.armedTimers(of: index)
         if deadline != expected.deadline.map({ Int64($0) * second })
           || timeout != expected.timeout.map({ Int64($0) * second })
         {
@@ -467,9 +465,15 @@ private struct ValueRun {
       let target = queues[queue]
       harness.event { s, now, e in s.releaseQueue(target, now: now, &e) }
     case .addTimed(let op, let queue, let priority, let deadline, let timeout, _):
-      harness.add(
-        Self.name(op), priority: OperationPriority.allCases[priority],
-        traits: timeTraits(deadline: deadline, timeout: timeout), to: queues[queue])
+      // Both ways traits reach an operation: folded at submission (even ops), or kept in a time
+      // state from before it is added (odd ops, as `QueueOperation(traits:)` keeps them).
+      let traits = timeTraits(deadline: deadline, timeout: timeout)
+      let priority = OperationPriority.allCases[priority]
+      if op.isMultiple(of: 2) {
+        harness.add(Self.name(op), priority: priority, traits: traits, to: queues[queue])
+      } else {
+        harness.addPrepared(Self.name(op), priority: priority, traits: traits, to: queues[queue])
+      }
     case .advance(let seconds):
       harness.advance(clock, by: .seconds(seconds))
     }

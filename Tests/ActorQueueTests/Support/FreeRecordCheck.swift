@@ -44,6 +44,11 @@ enum FreeRecordCheck {
         problems.append("record \(index) shares time slot \(record.timeSlot)")
       }
     }
+    for (index, record) in scheduler.operations.enumerated()
+    where record.timeMarks.contains(.hasState) != (record.timeSlot >= 0) {
+      problems.append(
+        "record \(index) has time marks \(record.timeMarks.rawValue) and time slot \(record.timeSlot)")
+    }
     let free = Set(scheduler.freeTimeStates)
     if !free.isDisjoint(with: used) {
       problems.append("time slots both used and free: \(free.intersection(used))")

@@ -135,17 +135,28 @@ struct SchedulerHarness {
     }
   }
 
-  /// `addOperation(traits:)`: a new operation given `traits` and submitted in one event, as
-  /// `ActorQueue.submit` does.
+  /// `addOperation(traits:)`: a new operation submitted with its traits, folded, in one event,
+  /// as `ActorQueue.submit(name:priority:traits:_:as:)` does.
   mutating func add(
     _ name: String, priority: OperationPriority = .normal, traits: [OperationTrait], to queue: Int
   ) {
     let handle = makeOperation(name, priority: priority)
-    let index = handle.recordIndex
-    event { scheduler, now, effects in
-      if !traits.isEmpty { scheduler.setTraits(traits, of: index) }
-      scheduler.submit(handle, to: queue, now: now, &effects)
+    guard !traits.isEmpty else {
+      return event { scheduler, now, effects in scheduler.submit(handle, to: queue, now: now, &effects) }
     }
+    let time = TimeTraits(traits)
+    event { scheduler, now, effects in scheduler.submitTimed(handle, time, to: queue, now: now, &effects) }
+  }
+
+  /// `QueueOperation(traits:)`, then `addOperation(_:)`: the traits wait in a time state until
+  /// the operation is added, in a second event.
+  mutating func addPrepared(
+    _ name: String, priority: OperationPriority = .normal, traits: [OperationTrait], to queue: Int
+  ) {
+    let handle = makeOperation(name, priority: priority)
+    let index = handle.recordIndex
+    if !traits.isEmpty { event { scheduler, _, _ in scheduler.setTraits(traits, of: index) } }
+    event { scheduler, now, effects in scheduler.submit(handle, to: queue, now: now, &effects) }
   }
 
   /// The manual clock `clock` moves `duration` forward: what is due fires, in one event, as

@@ -156,14 +156,12 @@ struct ReferenceModel: Sendable {
 
     // Time
     /// Its deadline (seconds on the clock), kept after it fired; and armed (until it fires or the
-    /// op ends), with its arm order.
+    /// op ends).
     var deadline: Int?
     var deadlineAt: Int?
-    var deadlineSequence = 0
     /// Its execution timeout (seconds); armed at its first start, as the deadline is.
     var timeout: Int?
     var timeoutAt: Int?
-    var timeoutSequence = 0
     /// A timer acted on it while it executed (before any cancel()).
     var timedOut = false
     /// Which timer acted on it, if one did (true: its deadline).
@@ -217,7 +215,6 @@ struct ReferenceModel: Sendable {
   /// The script's manual clock, in seconds.
   private(set) var now = 0
   /// Timers armed so far: ties fire in arm order.
-  private var nextTimerSequence = 0
   /// What paused bodies were told since the last `takeCheckpointLog()`: "opN resumed" (granted a
   /// slot), "opN cancelled" (cancelled while paused), as the scheduler value's harness logs them.
   private var checkpointLog: [String] = []
@@ -723,21 +720,20 @@ struct ReferenceModel: Sendable {
       journal.append(.deadlinePassed(op: op, step: step))
       timeOut(op, deadline: true)
     } else {
-      nextTimerSequence += 1
       ops[op]!.deadlineAt = at
-      ops[op]!.deadlineSequence = nextTimerSequence
     }
   }
 
-  /// The clock moves to `target`: the timers due by then fire in instant order (ties: arm order),
-  /// then the clock reads `target` (the caller's `settle()` starts what may start).
+  /// The clock moves to `target`: the timers due by then fire in instant order (ties: ops in the
+  /// order they were made, which is their numbers', and a deadline before a timeout), then the
+  /// clock reads `target` (the caller's `settle()` starts what may start).
   private mutating func advanceClock(to target: Int) {
-    var due: [(at: Int, sequence: Int, op: Int, deadline: Bool)] = []
+    var due: [(at: Int, op: Int, deadline: Bool)] = []
     for (op, model) in ops {
-      if let at = model.deadlineAt, at <= target { due.append((at, model.deadlineSequence, op, true)) }
-      if let at = model.timeoutAt, at <= target { due.append((at, model.timeoutSequence, op, false)) }
+      if let at = model.deadlineAt, at <= target { due.append((at, op, true)) }
+      if let at = model.timeoutAt, at <= target { due.append((at, op, false)) }
     }
-    due.sort { $0.at != $1.at ? $0.at < $1.at : $0.sequence < $1.sequence }
+    due.sort { ($0.at, $0.op, $0.deadline ? 0 : 1) < ($1.at, $1.op, $1.deadline ? 0 : 1) }
     for op in Set(due.filter(\.deadline).map(\.op)).sorted() {
       journal.append(.deadlinePassed(op: op, step: step))
     }
@@ -953,9 +949,7 @@ struct ReferenceModel: Sendable {
           ops[index]!.state = .executing
           ops[index]!.startedAt = now
           if let timeout = ops[index]!.timeout {
-            nextTimerSequence += 1
             ops[index]!.timeoutAt = now + timeout
-            ops[index]!.timeoutSequence = nextTimerSequence
           }
         }
         holders[queue] += 1

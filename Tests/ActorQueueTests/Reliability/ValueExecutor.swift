@@ -406,6 +406,9 @@ private struct ValueRun {
       }
       for (dependency, expected) in zip(dependencies, model.lastBatchExpectations) where expected != .skip {
         if let problem = depend(dependency, expected) { return "\(dependency): \(problem)" }
+        // One caller makes these calls in turn: each returns after its last slice (an
+        // addDependency that ended the dependent releases its own dependents in slices).
+        while harness.continueBulk() {}
       }
       let names = prepared.map { Self.name($0.op) }
       let target = queues[queue]

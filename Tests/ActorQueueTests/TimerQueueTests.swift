@@ -99,4 +99,19 @@ struct TimerQueueTests {
       #expect(harness.scheduler.manualClocks[clock]?.timers.count == 199 - number)
     }
   }
+
+  @Test("Operations with a timeout that end in the order they started leave no stale timer behind")
+  func inOrderEndsOfTimedBodiesLeaveNoStaleEntries() {
+    var harness = SchedulerHarness()
+    let clock: UInt64 = 1_000_282
+    harness.registerManualClock(clock)
+    let queue = harness.makeQueue(limit: 2, clock: clock)
+    for number in 0..<50 { harness.add("op\(number)", traits: [.timeout(.seconds(60))], to: queue) }
+    // Armed when each body starts: two at a time.
+    #expect(harness.scheduler.manualClocks[clock]?.timers.count == 2)
+    for number in 0..<50 {
+      harness.end("op\(number)")
+      #expect(harness.scheduler.manualClocks[clock]?.timers.count == min(2, 49 - number))
+    }
+  }
 }

@@ -409,6 +409,7 @@ extension Scheduler {
       dropStaleFront(on: clock)
     }
     if slot >= 0, timeStates[slot].armedTimeout != nil {
+      timeStates[slot].armedTimeout = nil  // stale now, so that its entry can leave the run
       unarm(on: timeStates[slot].clock)
       dropStaleFront(on: timeStates[slot].clock)
     }

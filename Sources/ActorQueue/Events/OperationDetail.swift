@@ -3,9 +3,19 @@
 ///
 /// States stay few (an operation waiting for any reason is `.pending`); the reasons travel here.
 /// A struct with static members, not an enum, so that new details never break a `switch`:
-/// match one with `case .detail(_, _, .deadlineExpired):`.
+/// match one with `case .detail(_, _, .deadlineExpired):`, or a retry with
+/// `case .detail(_, _, let detail) where detail.retryAttempt != nil:`.
 public struct OperationDetail: Sendable, Hashable, CustomStringConvertible {
   let rawValue: UInt8
+  /// For ``retryScheduled(attempt:at:)``: the attempt that failed and the instant of the next.
+  private let attempt: Int
+  private let instant: QueueDeadline?
+
+  init(rawValue: UInt8, attempt: Int = 0, instant: QueueDeadline? = nil) {
+    self.rawValue = rawValue
+    self.attempt = attempt
+    self.instant = instant
+  }
 
   /// The operation's deadline passed: it ends at once if it had not started, otherwise its task
   /// is cancelled and it ends when its body returns.
@@ -14,11 +24,25 @@ public struct OperationDetail: Sendable, Hashable, CustomStringConvertible {
   /// body returns.
   public static let timedOut = OperationDetail(rawValue: 1)
 
-  /// `deadline expired`, `timed out`.
+  /// Attempt `attempt` (counting from 1) failed and the operation's retry policy runs it again
+  /// at `at`, on its queue's clock: it is `.pending` until then (`at` is now for a retry with no
+  /// delay), and competes for a slot again after.
+  public static func retryScheduled(attempt: Int, at: QueueDeadline) -> OperationDetail {
+    OperationDetail(rawValue: 2, attempt: attempt, instant: at)
+  }
+
+  /// For ``retryScheduled(attempt:at:)``, the attempt that failed; `nil` for other details.
+  public var retryAttempt: Int? { rawValue == 2 ? attempt : nil }
+
+  /// For ``retryScheduled(attempt:at:)``, the instant the next attempt may start.
+  public var retryAt: QueueDeadline? { rawValue == 2 ? instant : nil }
+
+  /// `deadline expired`, `timed out`, `retry 2 at 1.5s (manual #3)` (after attempt 1 failed).
   public var description: String {
     switch rawValue {
     case 0: "deadline expired"
-    default: "timed out"
+    case 1: "timed out"
+    default: "retry \(attempt + 1) at \(instant.map(String.init(describing:)) ?? "now")"
     }
   }
 }

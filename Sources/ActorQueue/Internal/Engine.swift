@@ -14,12 +14,14 @@ import Synchronization
 /// again for the rest (`continueBulk`, `BulkWork`), so no call stalls every other queue.
 ///
 /// Nested locking: only two leaf locks are ever taken inside this one, `EventChannel`'s own and
-/// the list of workers asked to pause (`PauseDirectory`, by `Worker.setPauseRequested`); a
+/// the lists of workers asked to pause and running a retried attempt (`WorkerDirectory`); a
 /// worker's handle lock is taken outside it.
 enum Engine {
-  static let scheduler = LockedValue(Scheduler(pauses: pauses))
-  /// The workers of the process's queues asked to pause (see `PauseDirectory`).
-  static let pauses = PauseDirectory()
+  static let scheduler = LockedValue(Scheduler(pauses: pauses, attempts: attempts))
+  /// The workers of the process's queues asked to pause (see `WorkerDirectory`).
+  static let pauses = WorkerDirectory()
+  /// The workers of the process's queues running an attempt of a retried operation.
+  static let attempts = WorkerDirectory()
 
   /// Set when an operation is made ready on a queue whose worker lingers (at most one worker in
   /// the process lingers); the lingering worker polls it without the lock, and takes the lock
@@ -166,7 +168,7 @@ final class Worker: Sendable {
 
   /// Set and cleared under the scheduler's lock. A worker whose flag is set is listed in
   /// `directory` (its scheduler's `pauses`), where its body's checkpoints find it.
-  func setPauseRequested(_ requested: Bool, in directory: PauseDirectory) {
+  func setPauseRequested(_ requested: Bool, in directory: WorkerDirectory) {
     guard pauseRequested.load(ordering: .relaxed) != requested else { return }
     pauseRequested.store(requested, ordering: .relaxed)
     if requested {
@@ -333,6 +335,9 @@ extension Engine {
         // Every 4,096 operations in a row, give the thread away once: a queue of short
         // operations must not monopolise a thread of the cooperative pool.
         action = operationEnded(operation, worker: worker, outcome: outcome, yieldAfter: streak % 4096 == 0)
+      case .decideRetry(let pending):
+        let delay = pending.decide()
+        action = retryDecided(worker, pending, delay: delay)
       case .start(let operation, let id, let work):
         startExternal(ExternalStartEffect(index: operation, id: id, work: work))
         action = claimNext(worker)
@@ -376,6 +381,11 @@ extension Engine {
   }
 
   @inline(never)
+  private static func retryDecided(_ worker: Worker, _ pending: PendingRetry, delay: Int64?) -> WorkerAction {
+    run { $0.retryDecided(pending, delay: delay, worker: worker, queue: worker.queue, now: now, &$1) }
+  }
+
+  @inline(never)
   private static func claimNext(_ worker: Worker) -> WorkerAction {
     run { $0.claimNext(worker, queue: worker.queue, now: now, &$1) }
   }
@@ -406,7 +416,7 @@ extension Engine {
   /// path (a pause is asked for, or it is paused). Only the body's own task (the worker's)
   /// qualifies: a child task or an unstructured task that a body created may run beside it or
   /// outlive it, so it cannot give the operation's slot back. Cost: one atomic load while no
-  /// operation in the process is asked to pause (see `PauseDirectory`).
+  /// operation in the process is asked to pause (see `WorkerDirectory`).
   static func checkpointContext() -> CheckpointContext? {
     pauses.workerOfCurrentTask()?.runningContext()
   }

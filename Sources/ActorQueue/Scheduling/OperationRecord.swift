@@ -115,6 +115,8 @@ struct OperationRecord: Sendable {
   /// (most operations, and those with only a deadline). Taken when it needs one, given back at
   /// its end (see `Scheduler+Time.swift`).
   var timeSlot: Int32 = -1
+  /// Its retry state in `Scheduler.retryStates` (-1: no `.retry` trait), in the record's padding.
+  var retrySlot: Int32 = -1
   /// What only coalesced work and its callers' handles need, out of line: an operation that
   /// does not coalesce carries one null reference (see ``extras``).
   private(set) var extrasBox: ExtrasBox?
@@ -165,6 +167,7 @@ struct OperationRecord: Sendable {
     isHandleGone = false
     queue = -1
     unfinishedDependencies = 0
+    startOrder = 0  // 0 until it starts: `attemptCount` reads it
     if extrasBox != nil { extrasBox = nil }
     switch work {
     case .body(let body): self.body = body

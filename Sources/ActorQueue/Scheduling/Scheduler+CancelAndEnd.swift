@@ -171,7 +171,7 @@ extension Scheduler {
     transition(index, to: .ended(terminal), &effects)
     let queue = operations[index].queue
     // Before it leaves its queue, whose clock it reads (a released queue's record is freed then).
-    if !operations[index].timeMarks.isEmpty { endTimers(of: index, queue: queue) }
+    if !operations[index].timeMarks.isEmpty { endTimers(of: index, queue: queue, &effects) }
     var leftHandle: Handle?
     if queue >= 0 {
       if operations[index].extrasBox != nil, let coalescing = operations[index].extras?.coalescing {

@@ -57,6 +57,8 @@ extension Scheduler {
       queues[queue].coalesced[hash, default: CoalescingBucket()].entries.append(
         CoalescingBucket.Entry(key: key, leader: index, leaderID: id))
       queues[queue].coalesced[hash]!.version = nextCoalescingVersion()
+      // The shared work retries as the call that creates it asks; later callers' policies do not apply.
+      if !traits.isEmpty, let policy = TimeTraits(traits).retry { beginRetries(of: index, policy) }
       enqueue(shared, into: queue, now: now, &effects)
       leader = index
     }
@@ -127,6 +129,7 @@ extension Scheduler {
     _ index: Int, as terminal: OperationState, error: any Error, _ effects: inout Effects
   ) {
     let leader = operations[index].leader
+    keepAttempts(ofFollower: index, leader: leader)
     terminate(index, as: terminal, error: error, &effects)
     if let position = operations[leader].extras!.followerHandles.firstIndex(where: { $0.recordIndex == index }
     ) {
@@ -164,6 +167,7 @@ extension Scheduler {
       operations[entry.index].outcome = operations[leader].outcome
       operations[entry.index].thrownError = operations[leader].thrownError
       if terminal == .cancelled { operations[entry.index].cancelRequested = true }
+      keepAttempts(ofFollower: entry.index, leader: leader)
       work.append(
         PendingEnd(
           index: entry.index, id: entry.id, terminal: terminal, error: nil,

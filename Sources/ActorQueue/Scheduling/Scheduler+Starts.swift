@@ -140,6 +140,7 @@ extension Scheduler {
     queues[queue].firstStarted = index
     transition(index, to: .executing(.worker(worker)), claimed: true, &effects)
     if operations[index].timeSlot >= 0 { noteTimedStart(index) }
+    if operations[index].retrySlot >= 0 { startAttempt(index, body, on: worker) }
     return .run(operation: index, id: operations[index].id, body: body)
   }
 
@@ -182,7 +183,8 @@ extension Scheduler {
   /// A pending, enqueued operation whose dependencies have all ended enters its queue's ready
   /// set. Whether it starts is decided at the end of the event (``settle(now:_:)``).
   mutating func makeReady(_ index: Int, _ effects: inout Effects) {
-    guard !operations[index].pauseHeld else { return }  // held by pause(): stays pending
+    // Held by pause(), or waiting out a retry's backoff: stays pending.
+    guard !operations[index].pauseHeld, !operations[index].timeMarks.contains(.inBackoff) else { return }
     let queue = operations[index].queue
     let stamp = queues[queue].machine.insertReady(
       index, order: operations[index].order, priority: operations[index].priority)

@@ -63,6 +63,7 @@ extension Scheduler {
     operations[index].isLive = false
     freeOperations.append(index)
     if operations[index].timeSlot >= 0 { releaseTimeSlot(of: index) }  // a prepared operation's traits
+    if operations[index].retrySlot >= 0 { freeRetrySlot(of: index) }
     var garbage = Garbage()
     // Dependencies that still list it as a dependent skip it by its identifier (the index may
     // be reused), so there is nothing to unlink there. What it owned is taken out in place.
@@ -101,6 +102,7 @@ extension Scheduler {
       operations[index].isLive && operations[index].id == owner && operations[index].phase.hasEnded,
       "Internal inconsistency: operation record \(index) freed while not an ended operation of \(owner)")
     freeOperations.append(index)
+    if operations[index].retrySlot >= 0 { freeRetrySlot(of: index) }
     let (outcome, error) = operations[index].free()
     if let outcome { effects.garbage.releaseLater(outcome: outcome) }
     if let error { effects.garbage.releaseLater(error: error) }

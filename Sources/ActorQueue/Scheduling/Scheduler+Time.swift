@@ -75,7 +75,7 @@ extension Scheduler {
   func manualNow(of clock: UInt64) -> Int64 { manualClocks[clock]?.now ?? 0 }
 
   /// The current instant of `clock`: the system's (read through `now`), or a manual one's.
-  private func instant(of clock: UInt64, now: () -> SchedulerInstant) -> Int64 {
+  func instant(of clock: UInt64, now: () -> SchedulerInstant) -> Int64 {
     clock == 0 ? now().nanoseconds : manualNow(of: clock)
   }
 
@@ -87,6 +87,7 @@ extension Scheduler {
   mutating func armDeadline(of index: Int, on queue: Int, now: () -> SchedulerInstant) {
     let slot = Int(operations[index].timeSlot)
     timeStates[slot].clock = queues[queue].clock
+    if let policy = timeStates[slot].traits.retry { beginRetries(of: index, policy) }
     armDeadline(of: index, on: queue, timeStates[slot].traits, now: now)
   }
 
@@ -107,6 +108,7 @@ extension Scheduler {
       clockNow = current
       at = min(at, current &+ after)
     }
+    if operations[index].retrySlot >= 0 { modifyRetryExtras(of: index) { $0.deadline = at } }
     if at <= (clockNow ?? instant(of: clock, now: now)) {
       pendingTimes.append(PendingTime(index: index, id: operations[index].id, started: false))
       hasTimeWork = true
@@ -145,6 +147,7 @@ extension Scheduler {
           timeOut(entry.index, .deadline, &effects)
           continue
         }
+        if operations[entry.index].retrySlot >= 0 { settleFirstStart(of: entry.index, now: now) }
         guard operations[entry.index].timeSlot >= 0 else { continue }
         let slot = Int(operations[entry.index].timeSlot)
         guard let timeout = timeStates[slot].traits.timeout, timeStates[slot].armedTimeout == nil else {
@@ -164,7 +167,7 @@ extension Scheduler {
 
   /// Adds a live entry to `clock`'s heap (a manual clock that was never registered has none: it
   /// would never fire).
-  private mutating func arm(_ entry: TimerEntry, on clock: UInt64) {
+  mutating func arm(_ entry: TimerEntry, on clock: UInt64) {
     if clock == 0 {
       systemTimers.insert(entry)
       systemTimers.live += 1
@@ -181,7 +184,7 @@ extension Scheduler {
 
   /// One fewer live entry on `clock` (an operation ended, or a waiter was resumed, before it
   /// fired).
-  private mutating func unarm(on clock: UInt64) {
+  mutating func unarm(on clock: UInt64) {
     if clock == 0 {
       systemTimers.live -= 1
       // The task needs a new command only once none is live; stale entries go in bulk.
@@ -196,7 +199,7 @@ extension Scheduler {
 
   /// Drops the stale entries at the front of `clock`'s run (an operation that ended in the
   /// order its timers were armed leaves its own there): each is dropped once, O(1).
-  private mutating func dropStaleFront(on clock: UInt64) {
+  mutating func dropStaleFront(on clock: UInt64) {
     if clock == 0 {
       while let front = systemTimers.frontOfRun, !isLive(front) { systemTimers.dropFrontOfRun() }
     } else if manualClocks[clock] != nil {
@@ -222,6 +225,9 @@ extension Scheduler {
     case .waitTimeout:
       let slot = Int(operations[index].timeSlot)
       return slot >= 0 && timeStates[slot].timedWaiters.contains { $0.token == entry.key }
+    case .retry:
+      // One backoff at a time: the mark says whether it still applies.
+      return operations[index].id.rawValue == entry.key && operations[index].timeMarks.contains(.inBackoff)
     }
   }
 
@@ -331,6 +337,8 @@ extension Scheduler {
         time.timedWaiters.firstIndex { $0.token == entry.key }.map { time.timedWaiters.remove(at: $0) }
       }
       if let waiter { effects.complete { waiter.continuation.resume(returning: false) } }
+    case .retry:
+      backoffEnded(index, &effects)
     }
   }
 
@@ -339,7 +347,10 @@ extension Scheduler {
   /// it has). Started: its task is cancelled, as `cancel()` does, and it ends `.failed` when its
   /// body returns, unless it returns a value. Nothing happens if it was cancelled first.
   mutating func timeOut(_ index: Int, _ kind: OperationTimeoutError.Kind, _ effects: inout Effects) {
-    let started = !operations[index].phase.hasNotStarted
+    // An operation waiting out a retry's backoff had started.
+    let started =
+      !operations[index].phase.hasNotStarted
+      || (operations[index].retrySlot >= 0 && retryStates[Int(operations[index].retrySlot)].attempt > 0)
     let error = OperationTimeoutError(
       kind: kind, operationID: operations[index].id, operationName: operations[index].name,
       hadStarted: started)
@@ -397,10 +408,15 @@ extension Scheduler {
   /// its clock's run at once). Called before it leaves `queue` (-1: none), whose record a
   /// released queue frees then.
   @inline(never)
-  mutating func endTimers(of index: Int, queue: Int) {
+  mutating func endTimers(of index: Int, queue: Int, _ effects: inout Effects) {
     let marks = operations[index].timeMarks
     operations[index].timeMarks = marks.intersection(.hasState)
     let slot = Int(operations[index].timeSlot)
+    if marks.contains(.retries) { endRetries(of: index, &effects) }
+    if marks.contains(.inBackoff) {
+      unarm(on: queues[queue].clock)
+      dropStaleFront(on: queues[queue].clock)
+    }
     if marks.contains(.deadlineArmed) {
       // Armed when it was enqueued: on its queue's clock, or a time state's (a caller's handle
       // to coalesced work is in no queue).

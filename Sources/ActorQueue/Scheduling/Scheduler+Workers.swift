@@ -5,6 +5,9 @@ enum WorkerAction: Sendable {
   /// Start the work of an externally completed operation (it keeps its slot until the work
   /// reports its end), then claim the next (``Scheduler/claimNext(_:queue:now:)``).
   case start(operation: Int, id: OperationID, work: any ExternalWork)
+  /// Ask the retry policy of an operation whose attempt failed (user code: outside the lock),
+  /// then report ``Scheduler/retryDecided(_:delay:worker:queue:now:_:)``.
+  case decideRetry(PendingRetry)
   /// Give the thread away once, then claim the next (``Scheduler/workerAsksForWork(_:queue:now:_:)``).
   case yieldThenContinue
   /// The queue went idle at this instant: poll for work, yielding in between, for at most
@@ -30,6 +33,22 @@ extension Scheduler {
   /// operation in the same critical section (or yields first, when `yieldAfter`), unless its
   /// task was cancelled: then it retires and a replacement is asked for if work waits.
   mutating func operationEnded(
+    _ index: Int, worker: Worker, queue: Int, outcome: OutcomeBox, yieldAfter: Bool,
+    now: () -> SchedulerInstant, _ effects: inout Effects
+  ) -> WorkerAction {
+    if operations[index].retrySlot >= 0,
+      let action = attemptEnded(index, worker: worker, queue: queue, outcome: outcome, now: now, &effects)
+    {
+      return action
+    }
+    return endAttempt(
+      index, worker: worker, queue: queue, outcome: outcome, yieldAfter: yieldAfter, now: now, &effects)
+  }
+
+  /// ``operationEnded(_:worker:queue:outcome:yieldAfter:now:_:)`` once no retry follows: the
+  /// operation ends with `outcome`.
+  @inline(__always)
+  mutating func endAttempt(
     _ index: Int, worker: Worker, queue: Int, outcome: OutcomeBox, yieldAfter: Bool,
     now: () -> SchedulerInstant, _ effects: inout Effects
   ) -> WorkerAction {

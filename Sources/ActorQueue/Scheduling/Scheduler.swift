@@ -136,6 +136,15 @@ struct Scheduler: Sendable {
   /// record's `timeSlot`; the free slots.
   var timeStates: [OperationTime] = []
   var freeTimeStates: [Int32] = []
+  /// The retry state of operations with a `.retry` trait, by their record's `retrySlot`; the
+  /// free slots (see `Scheduler+Retry.swift`).
+  var retryStates: [RetryState] = []
+  var freeRetryStates: [Int32] = []
+  /// What only a custom policy or a deadline needs, by retry slot (`RetryState.hasExtras`).
+  var retryExtras: [Int32: RetryExtras] = [:]
+  /// Draws the jitter of retry policies decided here (no generator of the caller's): cheap, and
+  /// no system call under the lock.
+  var jitterRandom = JitterRandom()
   /// Time traits the current event noted, armed when it settles.
   var pendingTimes: [PendingTime] = []
   /// The current event has time work for `settle` (`pendingTimes`, or the system clock's timers
@@ -149,10 +158,14 @@ struct Scheduler: Sendable {
 
   /// The workers asked to pause, where checkpoints find them: the process's queues share
   /// `Engine.pauses`; a test's scheduler value has its own.
-  let pauses: PauseDirectory
+  let pauses: WorkerDirectory
+  /// The workers running an attempt of a retried operation, where `ActorQueue.currentAttempt`
+  /// finds them: `Engine.attempts`, or a test's scheduler value's own.
+  let attempts: WorkerDirectory
 
-  init(pauses: PauseDirectory = PauseDirectory()) {
+  init(pauses: WorkerDirectory = WorkerDirectory(), attempts: WorkerDirectory = WorkerDirectory()) {
     self.pauses = pauses
+    self.attempts = attempts
   }
 
   // MARK: Reading (each under the lock, O(1) unless stated)

@@ -8,6 +8,8 @@ struct TimerEntry: Sendable {
     case executionTimeout
     /// A caller's `waitUntilFinished(timeout:)` gives up (``key`` says which).
     case waitTimeout
+    /// A retried operation's backoff ended: it competes for a slot again.
+    case retry
   }
 
   /// The instant, in nanoseconds of the entry's clock.
@@ -167,6 +169,8 @@ struct TimeTraits: Sendable {
   var deadlineAfterSubmission: Int64?
   /// The execution timeout (nanoseconds).
   var timeout: Int64?
+  /// The retry policy (the last `.retry` trait given).
+  var retry: RetryPolicy?
 
   init() {}
 
@@ -190,6 +194,8 @@ struct TimeTraits: Sendable {
         deadlineAfterSubmission = min(deadlineAfterSubmission ?? nanoseconds, nanoseconds)
       case .timeout(_, let nanoseconds):
         timeout = min(timeout ?? nanoseconds, nanoseconds)
+      case .retry(let policy):
+        retry = policy
       }
     }
   }
@@ -237,6 +243,11 @@ struct TimeMarks: OptionSet, Sendable {
   static let byExecutionTimeout = TimeMarks(rawValue: 1 << 3)
   /// Its body had started when the limit passed.
   static let timedOutAfterStart = TimeMarks(rawValue: 1 << 4)
+  /// It waits out a retry's backoff: its entry, in its queue's clock's timers, holds the
+  /// instant; it is `.pending` and does not become ready before the entry fires.
+  static let inBackoff = TimeMarks(rawValue: 1 << 5)
+  /// It has a retry state (`OperationRecord.retrySlot`), whose user-owned parts go at its end.
+  static let retries = TimeMarks(rawValue: 1 << 6)
 }
 
 /// A caller in `waitUntilFinished(timeout:)`.

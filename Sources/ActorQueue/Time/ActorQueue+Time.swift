@@ -137,6 +137,9 @@ extension Scheduler {
   /// Gives a new operation, not yet enqueued, its traits (armed when it is enqueued).
   mutating func setTraits(_ traits: [OperationTrait], of index: Int) {
     modifyTime(of: index) { $0.traits.add(traits) }
+    if operations[index].external != nil, let policy = time(of: index)?.traits.retry {
+      beginRetries(of: index, policy)  // refuses it, with a message
+    }
   }
 
   /// Adds a new operation with traits, folded by the caller: an operation with only a deadline
@@ -146,6 +149,7 @@ extension Scheduler {
     _ effects: inout Effects
   ) {
     let index = handle.recordIndex
+    if let policy = traits.retry { beginRetries(of: index, policy) }
     if traits.timeout != nil {
       // Armed when its body starts; `enqueue` arms the deadline from it.
       modifyTime(of: index) { $0.traits = traits }

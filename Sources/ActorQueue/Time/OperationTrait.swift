@@ -17,6 +17,7 @@ public struct OperationTrait: Sendable, CustomStringConvertible {
     case deadline(QueueDeadline)
     case deadlineIn(Duration, nanoseconds: Int64)
     case timeout(Duration, nanoseconds: Int64)
+    case retry(RetryPolicy)
   }
 
   let kind: Kind
@@ -55,12 +56,24 @@ public struct OperationTrait: Sendable, CustomStringConvertible {
     return OperationTrait(kind: .timeout(duration, nanoseconds: max(1, duration.wholeNanoseconds)))
   }
 
+  /// Runs the operation again after a failed attempt, as `policy` says: see ``RetryPolicy``.
+  /// Between attempts the operation is ``OperationState/pending`` and holds no slot and no task;
+  /// each attempt competes for a slot with the operation's original submission order. Given
+  /// twice, the last policy applies. An operation of legacy work (`Operation` through the
+  /// adapter, or other externally completed work) cannot run twice: a retry is refused with a
+  /// precondition message. For coalesced work, the call that creates the shared work gives its
+  /// policy; the policies of later callers do not apply.
+  public static func retry(_ policy: RetryPolicy) -> OperationTrait {
+    OperationTrait(kind: .retry(policy))
+  }
+
   /// `deadline 12.5s (system)`, `deadline in 2.0 seconds`, `timeout 0.5 seconds`.
   public var description: String {
     switch kind {
     case .deadline(let deadline): "deadline \(deadline)"
     case .deadlineIn(let duration, _): "deadline in \(duration)"
     case .timeout(let duration, _): "timeout \(duration)"
+    case .retry(let policy): "retry \(policy)"
     }
   }
 }

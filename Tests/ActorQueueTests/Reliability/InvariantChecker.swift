@@ -23,6 +23,8 @@ final class InvariantChecker: Sendable {
     var latest: [OperationID: OperationState] = [:]
     var queueOf: [OperationID: Int] = [:]
     var fenceEvents = 0
+    /// Retries scheduled (`OperationDetail.retryScheduled`), by op.
+    var retries: [OperationID: Int] = [:]
 
     func executing(in queue: Int) -> Set<OperationID> {
       Set(latest.filter { $0.value == .executing && queueOf[$0.key] == queue }.keys)
@@ -54,6 +56,8 @@ final class InvariantChecker: Sendable {
           } else if let id = event.operationID, let new = event.operationState {
             state.snapshot.latest[id] = new
             state.snapshot.queueOf[id] = queue
+          } else if case .detail(let id, _, let detail) = event.kind, detail.retryAttempt != nil {
+            state.snapshot.retries[id, default: 0] += 1
           }
           var ready: [CheckedContinuation<Void, Never>] = []
           let snapshot = state.snapshot
@@ -131,7 +135,8 @@ final class InvariantChecker: Sendable {
     var cancelledAt: [OperationID: Int] = [:]
     var cancelledPausedAt: [OperationID: Int] = [:]
     var deadlinePassedAt: [OperationID: Int] = [:]
-    var timedOut: [OperationID: OperationDetail] = [:]
+    var timedOut: [OperationID: [OperationDetail]] = [:]
+    var rescheduled: [OperationID: Int] = [:]
     var mayTimeOut: Set<OperationID> = []
     for registration in registrations {
       switch registration {
@@ -157,7 +162,9 @@ final class InvariantChecker: Sendable {
       case .cancelledWhilePaused(let op, let step):
         if let id = ids[op], cancelledPausedAt[id] == nil { cancelledPausedAt[id] = step }
       case .timedOut(let op, let deadline, _):
-        if let id = ids[op] { timedOut[id] = deadline ? .deadlineExpired : .timedOut }
+        if let id = ids[op] { timedOut[id, default: []].append(deadline ? .deadlineExpired : .timedOut) }
+      case .rescheduled(let op, _):
+        if let id = ids[op] { rescheduled[id, default: 0] += 1 }
       case .mayTimeOut(let op, _):
         if let id = ids[op] { mayTimeOut.insert(id) }
       case .deadlinePassed(let op, let step):
@@ -192,6 +199,11 @@ final class InvariantChecker: Sendable {
           problems.append("\(at): \(name(id)) \(detail) after its terminal state")
         }
         details[id, default: []].append(detail)
+        if detail.retryAttempt != nil,
+          executing[queue, default: []].contains(id) || ready[queue, default: []].contains(id)
+        {
+          problems.append("\(at): \(name(id)) \(detail) while it holds a slot or is ready")
+        }
       case .operation(let id, _, let new):
         if terminals[id, default: 0] > 0 {
           problems.append("\(at): \(name(id)) \(new) after its terminal state")
@@ -200,7 +212,8 @@ final class InvariantChecker: Sendable {
         switch new {
         case .pending, .paused:
           ready[queue, default: []].remove(id)
-          if new == .paused { executing[queue, default: []].remove(id) }
+          // Paused in its body, or (pending again) a retried attempt that failed: no slot held.
+          executing[queue, default: []].remove(id)
         case .ready:
           ready[queue, default: []].insert(id)
         case .executing:
@@ -268,10 +281,17 @@ final class InvariantChecker: Sendable {
       problems.append("\(name(id)) reached \(terminals[id, default: 0]) terminal states (must be exactly 1)")
     }
     // Timers: a detail exactly where the model's acted, of its kind; allowed where one may have.
-    for id in Set(details.keys).union(timedOut.keys).sorted(by: { name($0) < name($1) }) {
-      let seen = details[id] ?? []
+    // Retries: a retry detail for each attempt the model rescheduled.
+    for id in Set(details.keys).union(timedOut.keys).union(rescheduled.keys).sorted(by: {
+      name($0) < name($1)
+    }) {
+      let retries = details[id]?.filter { $0.retryAttempt != nil }.count ?? 0
+      if retries != rescheduled[id, default: 0] {
+        problems.append("\(name(id)): \(retries) retries scheduled, expected \(rescheduled[id, default: 0])")
+      }
+      let seen = details[id]?.filter { $0.retryAttempt == nil } ?? []
       if let expected = timedOut[id] {
-        if seen != [expected] { problems.append("\(name(id)): details \(seen), expected [\(expected)]") }
+        if seen != expected { problems.append("\(name(id)): details \(seen), expected \(expected)") }
       } else if seen.count > 1 || (!seen.isEmpty && !mayTimeOut.contains(id)) {
         problems.append("\(name(id)): details \(seen), expected none (no timer acted on it)")
       }

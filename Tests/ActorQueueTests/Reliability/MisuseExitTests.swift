@@ -164,4 +164,40 @@ struct ReliabilityMisuseTests {
     #expect(queue.operationCount == 0)
     #expect(other.operationCount == 0)
   }
+
+  @Test("A retry policy of zero attempts stops with a message saying the first run counts")
+  func zeroAttempts() async {
+    let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      _ = RetryPolicy.attempts(0)
+    }
+    Self.expectNamesMisuse(result, ["attempts(0)", "at least 1"])
+    let custom = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      _ = RetryPolicy.custom(maxAttempts: -1) { _ in .stop }
+    }
+    Self.expectNamesMisuse(custom, ["custom(maxAttempts: -1)", "at least 1"])
+  }
+
+  @Test("A backoff whose maximum is below its first delay stops with a message naming both")
+  func maximumBelowInitial() async {
+    let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      _ = Backoff.exponential(initial: .seconds(2), maximum: .seconds(1))
+    }
+    Self.expectNamesMisuse(result, ["initial: 2.0 seconds", "maximum: 1.0 seconds", "raise the maximum"])
+    let negative = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      _ = Backoff.constant(.seconds(-1))
+    }
+    Self.expectNamesMisuse(negative, ["constant(-1.0 seconds)", "negative"])
+  }
+
+  @Test("Legacy work with a retry stops with a message saying it cannot run twice")
+  func retryOfLegacyWork() async {
+    let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      let queue = ActorQueue()
+      let legacy = QueueOperation<Int>(
+        name: "legacy sync", start: { complete in complete(.success(1)) }, cancel: {})
+      legacy.setTraits([.retry(.attempts(3))])
+      try? queue.addOperation(legacy)
+    }
+    Self.expectNamesMisuse(result, ["legacy sync", "cannot run twice", ".retry"])
+  }
 }

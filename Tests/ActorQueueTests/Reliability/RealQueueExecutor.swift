@@ -269,7 +269,7 @@ private final class RealRun {
       index += 1
     }
     // The end: let everything end, release every queue, drop every handle.
-    for _ in 0..<8 {
+    for _ in 0..<16 {
       let steps = model.drainSteps()
       if steps.isEmpty { break }
       for step in steps {
@@ -362,6 +362,9 @@ private final class RealRun {
       return ScriptFailure(step: index, message: "\(step): \(failure)")
     }
     for registration in model.journal[journalBefore...] { checker.register(registration) }
+    let journalAfterStep = model.journal.count
+    // What the bodies' moves register (a retry), once they moved.
+    defer { for registration in model.journal[journalAfterStep...] { checker.register(registration) } }
     if case .releaseQueue(let queue) = step, expectation != .skip, model.queues[queue].releasedSuspended,
       let failure = await awaitReleasedQueue(queue)
     {
@@ -398,7 +401,7 @@ private final class RealRun {
     return nil
   }
 
-  private func body(_ op: Int, _ spec: BodySpec) -> @Sendable () async throws -> Int {
+  private func body(_ op: Int, _ spec: BodySpec, failures: Int = 0) -> @Sendable () async throws -> Int {
     let permits = Permits { [checker] in checker.poke() }
     gates[op] = permits
     let token = Token()
@@ -432,7 +435,7 @@ private final class RealRun {
         misplaced.withLock { $0.append("op\(op): \(problem)") }
       }
       if spec.checksCancellation { try Task.checkCancellation() }
-      if spec.throwing { throw ScriptError(op: op) }
+      if spec.throwing || (ActorQueue.currentAttempt?.number ?? 1) <= failures { throw ScriptError(op: op) }
       return op
     }
   }
@@ -660,6 +663,23 @@ private final class RealRun {
       track(op, operation, spec)
     case .advance(let seconds):
       clock.advance(by: .seconds(seconds))
+    case .addRetrying(let op, let queue, let priority, let retry, let spec):
+      let priority = OperationPriority.allCases[priority]
+      let operation: QueueOperation<Int>
+      if op.isMultiple(of: 2) {
+        operation = boxes[queue]!.queue.addOperation(
+          name: "op\(op)", priority: priority, traits: retry.traits, body(op, spec, failures: retry.failures))
+      } else {
+        operation = QueueOperation(
+          name: "op\(op)", priority: priority, traits: retry.traits, body(op, spec, failures: retry.failures))
+        do {
+          try boxes[queue]!.queue.addOperation(operation)
+        } catch {
+          return "addOperation refused a new prepared operation: \(error)"
+        }
+      }
+      typed[op] = operation
+      track(op, operation, spec)
     }
     return nil
   }
@@ -734,15 +754,18 @@ private final class RealRun {
       // instead), so a disagreement is a failure that says so, not a hang.
       let before = permits.passed
       let checkpoint = move.reachesCheckpoint
+      let retriesBefore = checker.snapshot.retries[id, default: 0]
       for _ in 0..<move.permits { permits.give() }
       await checker.wait { snapshot in
         snapshot.latest[id]?.isTerminal == true || permits.passed > before
           || (checkpoint && snapshot.latest[id] == .paused)
+          || snapshot.retries[id, default: 0] > retriesBefore
       }
+      let retried = checker.snapshot.retries[id, default: 0] > retriesBefore
       let latest = checker.snapshot.latest[id]
       let asked = permits.takeAsked()
       if move.reachesCheckpoint, !model.ops[move.op]!.cancelRequested, !model.isTimedOut(move.op),
-        asked != move.askedToPause
+        move.result != .rescheduled, asked != move.askedToPause
       {
         return
           "op\(move.op) read isPauseRequested \(asked.map { "\($0)" } ?? "nothing"), expected \(move.askedToPause)"
@@ -759,8 +782,12 @@ private final class RealRun {
         }
       case .ended(let outcome):
         let actual = latest.map(modelState)
-        if actual != outcome || permits.passed != before {
-          return "op\(move.op) \(seen); expected it to end \(outcome)"
+        if actual != outcome || permits.passed != before || retried {
+          return "op\(move.op) \(seen)\(retried ? " (retried)" : ""); expected it to end \(outcome)"
+        }
+      case .rescheduled:
+        if !retried || latest?.isTerminal == true || permits.passed != before {
+          return "op\(move.op) \(seen); expected its attempt to fail and be retried"
         }
       }
       reliabilityHeartbeat.add(1, ordering: .relaxed)

@@ -125,6 +125,59 @@ struct TimeScriptTests {
         .advance(seconds: 2),
       ],
       ends: [0: .failed, 1: .failed, 2: .failed], mayTimeOut: [1, 2]),
+    Case(
+      name:
+        "retry: a backoff frees the slot; the retry keeps its order; attempts run out with the last error",
+      queueLimits: [1],
+      steps: [
+        .addRetrying(
+          op: 0, queue: 0, priority: 2, retry: RetrySpec(attempts: 3, backoff: 1, failures: 1), body: returns),
+        .add(op: 1, queue: 0, priority: 2, body: returns),
+        .add(op: 2, queue: 0, priority: 2, body: returns),
+        .open(op: 0),
+        .advance(seconds: 1),
+        .open(op: 1), .open(op: 0), .open(op: 2),
+        .addRetrying(
+          op: 3, queue: 0, priority: 2, retry: RetrySpec(attempts: 2, backoff: 0, failures: 2), body: returns),
+        .open(op: 3), .open(op: 3),
+      ],
+      ends: [0: .finished, 1: .finished, 2: .finished, 3: .failed]),
+    Case(
+      name:
+        "retry: cancel and pause in a backoff; a deadline stops a retry it would outlast, or ends one held",
+      queueLimits: [-1],
+      steps: [
+        .addRetrying(
+          op: 0, queue: 0, priority: 2, retry: RetrySpec(attempts: 3, backoff: 2, failures: 3), body: returns),
+        .addRetrying(
+          op: 1, queue: 0, priority: 2, retry: RetrySpec(attempts: 3, backoff: 1, failures: 1), body: returns),
+        .addRetrying(
+          op: 2, queue: 0, priority: 2, retry: RetrySpec(attempts: 3, backoff: 3, failures: 3, deadline: 2),
+          body: returns),
+        .addRetrying(
+          op: 3, queue: 0, priority: 2, retry: RetrySpec(attempts: 3, backoff: 1, failures: 3, deadline: 3),
+          body: returns),
+        .open(op: 0), .open(op: 1), .open(op: 2), .open(op: 3),
+        .cancel(op: 0), .pause(op: 1), .pause(op: 3),
+        .advance(seconds: 3),
+        .resume(op: 1), .open(op: 1),
+      ],
+      ends: [0: .cancelled, 1: .finished, 2: .failed, 3: .failed]),
+    Case(
+      name: "retry: an attempt past its timeout runs again on a fresh task; one past its deadline does not",
+      queueLimits: [-1],
+      steps: [
+        .addRetrying(
+          op: 0, queue: 0, priority: 2, retry: RetrySpec(attempts: 2, backoff: 0, failures: 0, timeout: 1),
+          body: checks),
+        .addRetrying(
+          op: 1, queue: 0, priority: 2, retry: RetrySpec(attempts: 2, backoff: 0, failures: 0, deadline: 1),
+          body: checks),
+        .advance(seconds: 1),
+        .open(op: 0), .open(op: 1),
+        .open(op: 0),
+      ],
+      ends: [0: .finished, 1: .failed]),
   ]
 
   /// Runs `script` on the model alone, as the executors drive it, and returns it at the end.
@@ -136,7 +189,7 @@ struct TimeScriptTests {
       while model.nextMove() != nil {}
       index += 1
     }
-    for _ in 0..<8 {
+    for _ in 0..<16 {
       let steps = model.drainSteps()
       if steps.isEmpty { break }
       for step in steps {

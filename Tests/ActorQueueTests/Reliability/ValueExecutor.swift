@@ -36,6 +36,8 @@ struct ValueExecutor: ScriptExecutor {
   static let timedOutExecuting = Atomic<Int>(0)
   static let timedOutFinished = Atomic<Int>(0)
   static let mayTimeOut = Atomic<Int>(0)
+  /// Failed attempts retried, and of those, retries that waited out a backoff on the clock.
+  static let rescheduled = Atomic<Int>(0)
 
   func run(_ script: Script) async -> ScriptFailure? {
     var run = ValueRun(script: script, waitsOutLingers: waitsOutLingers)
@@ -84,7 +86,7 @@ private struct ValueRun {
       if let failure = perform(script.steps[index], index: index, next: next) { return failure }
       index += tookNext ? 2 : 1
     }
-    for _ in 0..<8 {
+    for _ in 0..<16 {
       let steps = model.drainSteps()
       if steps.isEmpty { break }
       for step in steps {
@@ -102,6 +104,7 @@ private struct ValueRun {
         if model.state(of: op) == .finished { ValueExecutor.timedOutFinished.add(1, ordering: .relaxed) }
       }
       if case .mayTimeOut = entry { ValueExecutor.mayTimeOut.add(1, ordering: .relaxed) }
+      if case .rescheduled = entry { ValueExecutor.rescheduled.add(1, ordering: .relaxed) }
     }
     for op in model.sortedOpIndices where model.ops[op]?.enqueued == true {
       let state = harness.state(Self.name(op))
@@ -190,6 +193,7 @@ private struct ValueRun {
     for (index, record) in scheduler.operations.enumerated() where record.isLive {
       let timers = scheduler.armedTimers(of: index)
       armed += (timers.deadline == nil ? 0 : 1) + (timers.timeout == nil ? 0 : 1)
+      armed += scheduler.armedBackoff(of: index) == nil ? 0 : 1
     }
     if live != armed || live != model.armedTimerCount {
       return
@@ -219,6 +223,21 @@ private struct ValueRun {
         }
         if scheduler.isTimedOut(index) != model.isTimedOut(op) {
           return "op\(op) is\(model.isTimedOut(op) ? " not" : "") timed out, expected otherwise"
+        }
+        // A retry's backoff: the model's instant, and no slot, no worker, no task held.
+        let backoff = scheduler.armedBackoff(of: index)
+        if backoff != model.ops[op]?.backoffAt.map({ Int64($0) * second }) {
+          return
+            "op\(op) has backoff \(backoff.map { "\($0) ns" } ?? "none") armed, expected \(model.ops[op]?.backoffAt.map { "\($0) s" } ?? "none")"
+        }
+        if model.isInBackoff(op) {
+          guard case .pending = scheduler.operations[index].phase, scheduler.operations[index].worker == nil,
+            !harness.running.contains(name), scheduler.operations[index].body != nil
+          else { return "op\(op) waits out a backoff holding \(scheduler.operations[index].phase)" }
+        }
+        if model.ops[op]?.retry != nil, scheduler.attemptCount(of: index) != model.attempts(of: op) {
+          return
+            "op\(op) counts \(scheduler.attemptCount(of: index)) attempts, expected \(model.attempts(of: op))"
         }
       }
       guard state == .failed else { continue }
@@ -305,7 +324,8 @@ private struct ValueRun {
     func queueOf(_ op: Int) -> [Int] { model.ops[op].map { [$0.queue] } ?? [] }
     switch step {
     case .add(_, let queue, _, let body), .barrier(_, let queue, let body),
-      .addCoalesced(_, _, let queue, _, _, let body), .addTimed(_, let queue, _, _, _, let body):
+      .addCoalesced(_, _, let queue, _, _, let body), .addTimed(_, let queue, _, _, _, let body),
+      .addRetrying(_, let queue, _, _, let body):
       return [queue] + body.captures
     case .addAfter(_, let queue, _, let inputs, let body):
       return [queue] + body.captures + inputs.flatMap(queueOf)
@@ -479,6 +499,13 @@ private struct ValueRun {
       }
     case .advance(let seconds):
       harness.advance(clock, by: .seconds(seconds))
+    case .addRetrying(let op, let queue, let priority, let retry, _):
+      let priority = OperationPriority.allCases[priority]
+      if op.isMultiple(of: 2) {
+        harness.add(Self.name(op), priority: priority, traits: retry.traits, to: queues[queue])
+      } else {
+        harness.addPrepared(Self.name(op), priority: priority, traits: retry.traits, to: queues[queue])
+      }
     }
     return nil
   }
@@ -502,7 +529,7 @@ private struct ValueRun {
       var outcome: Outcome?
       if move.reachesCheckpoint {
         if harness.pauseFlag(name) != move.askedToPause, model.ops[move.op]?.cancelRequested == false,
-          !model.isTimedOut(move.op)
+          !model.isTimedOut(move.op), move.result != .rescheduled
         {
           return
             "op\(move.op)'s pause flag is \(!move.askedToPause) at its checkpoint, expected \(move.askedToPause)"
@@ -513,6 +540,8 @@ private struct ValueRun {
         case (.cancelled, .ended(.cancelled)): outcome = .failure(CancellationError())
         case (.cancelled, .ended(.failed)) where model.isTimedOut(move.op):
           outcome = .failure(CancellationError())
+        case (.cancelled, .rescheduled):
+          outcome = .failure(CancellationError())  // its execution timeout, retried
         default: return "op\(move.op)'s checkpoint decided \(decision), expected \(move.result)"
         }
       } else if model.ops[move.op]?.threw == true {
@@ -526,6 +555,9 @@ private struct ValueRun {
         let state = harness.state(name)
         if case .ended(let expected) = move.result, modelState(state) != expected {
           return "op\(move.op) ended \(state), expected \(expected)"
+        }
+        if move.result == .rescheduled, state != .pending, state != .ready, state != .executing {
+          return "op\(move.op) is \(state) after its attempt failed, expected it rescheduled"
         }
       }
       releaseGoneHandles()
@@ -563,7 +595,10 @@ private struct ValueRun {
     // A timeout cancels its task as cancel() does: `checkCancellation()` throws.
     let cancelRequested = harness.scheduler.isCancelRequested(index) || harness.scheduler.isTimedOut(index)
     if spec.checksCancellation, cancelRequested { return .failure(CancellationError()) }
-    if spec.throwing { return .failure(ScriptError(op: op)) }
+    // The attempt that ran (the model may have started the next one already).
+    if spec.throwing || harness.scheduler.attemptCount(of: index) <= (model.ops[op]?.retry?.failures ?? 0) {
+      return .failure(ScriptError(op: op))
+    }
     return .success(op)
   }
 
@@ -642,6 +677,7 @@ struct ValueRandomScriptTests {
         + "\(ValueExecutor.timedOutExecuting.load(ordering: .relaxed)) executing ones "
         + "(\(ValueExecutor.timedOutFinished.load(ordering: .relaxed)) finished anyway), "
         + "\(ValueExecutor.mayTimeOut.load(ordering: .relaxed)) ends either way; "
+        + "\(ValueExecutor.rescheduled.load(ordering: .relaxed)) failed attempts were retried; "
         + "\(FreeRecordCheck.checkedRecords.load(ordering: .relaxed)) free records were as reuse assumes; "
         + "\(PhaseCheck.checkedRecords.load(ordering: .relaxed)) live records' phases agreed with their queues"
     )

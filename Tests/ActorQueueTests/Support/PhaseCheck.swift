@@ -31,8 +31,14 @@ enum PhaseCheck {
         if record.leader < 0 { problem("follows no coalesced work") }
         if queue >= 0 { problem("a caller's handle in queue \(queue)") }
       case .pending:
-        if settled, queue >= 0, record.unfinishedDependencies == 0, !record.pauseHeld {
+        if settled, queue >= 0, record.unfinishedDependencies == 0, !record.pauseHeld,
+          !record.timeMarks.contains(.inBackoff)
+        {
           problem("pending in queue \(queue), waiting for nothing")
+        }
+        // Waiting out a retry's backoff: no slot, no worker, its body kept for the next attempt.
+        if record.timeMarks.contains(.inBackoff), record.body == nil || record.retrySlot < 0 {
+          problem("in a backoff without its body or retry state")
         }
       case .ready, .executing, .detached, .paused, .resumed:
         if queue < 0 { problem("in no queue") }

@@ -339,10 +339,19 @@ struct SchedulerHarness {
     }
     let worker = workers[position]
     let box = OutcomeBox(outcome)
-    let next = event { scheduler, now, effects in
+    var next = event { scheduler, now, effects in
       scheduler.operationEnded(
         target, worker: worker.worker, queue: worker.queue, outcome: box, yieldAfter: yieldAfter, now: now,
         &effects)
+    }
+    // A failed attempt of a retried operation: the worker asks its policy (outside the lock, in
+    // the engine), then reports the decision.
+    if case .decideRetry(let pending) = next {
+      let delay = pending.decide()
+      next = event { scheduler, now, effects in
+        scheduler.retryDecided(
+          pending, delay: delay, worker: worker.worker, queue: worker.queue, now: now, &effects)
+      }
     }
     setAction(next, of: worker.worker)
   }

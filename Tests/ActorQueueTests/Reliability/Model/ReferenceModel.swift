@@ -40,6 +40,8 @@ enum Registration: Sendable, Equatable {
   case mayTimeOut(op: Int, step: Int)
   /// The clock reached its deadline: it must not get a slot from then on.
   case deadlinePassed(op: Int, step: Int)
+  /// An attempt failed and its retry policy runs it again: one retry detail event.
+  case rescheduled(op: Int, step: Int)
 }
 
 /// One move of a body the model lets happen now: the executor gives it `permits` permits and
@@ -52,6 +54,9 @@ struct BodyMove: Sendable, Equatable {
     case paused
     /// It ended so.
     case ended(ModelState)
+    /// Its attempt threw and its retry policy runs it again: `.pending` (a retry detail first),
+    /// holding no slot, ready again now or when its backoff's timer fires.
+    case rescheduled
   }
 
   var op: Int
@@ -100,6 +105,13 @@ struct BodyMove: Sendable, Equatable {
 ///   (which error it ends with). Both are armed in the scheduler's order: deadlines at
 ///   submission, in step order, a timeout later, at its start. Tied timeouts of two ops may fire
 ///   in either order: acting on an executing op ends nothing, so no check can tell.
+/// - Retry (an `addRetrying` op): an attempt whose body throws, with attempts left, not cancelled
+///   and no deadline passed (an execution timeout may be retried, whatever the body threw), is
+///   rescheduled: `.waiting` again, no slot, its permits and timeout reset, its submission order
+///   kept; ready at once for a zero backoff, else when its backoff's timer fires (ties: after a
+///   deadline and a timeout of the same op and instant). A backoff that would end at or after its
+///   deadline is not waited for: it ends `.failed`, as does an attempt in a queue released while
+///   suspended (nothing there gets a slot again).
 /// - Coalescing: the shared work is a model op of its own (no handle in the script); each caller
 ///   is a follower that mirrors its state and ends with its outcome. Cancelling a follower ends it
 ///   at once; the work is cancelled once every follower is; its priority is the highest of its
@@ -170,6 +182,14 @@ struct ReferenceModel: Sendable {
     var mayHaveTimedOut = false
     /// When its body first started.
     var startedAt: Int?
+
+    // Retry
+    /// Its policy and traits (an `addRetrying` op).
+    var retry: RetrySpec?
+    /// Attempts started.
+    var attempt = 0
+    /// The instant its backoff ends (seconds), while it waits one out: `.pending`, not ready.
+    var backoffAt: Int?
 
     // Coalescing
     /// A caller's handle: the shared work it follows.
@@ -486,6 +506,17 @@ struct ReferenceModel: Sendable {
       guard seconds >= 0 else { return .skip }
       advanceClock(to: now + seconds)
       return .done
+    case .addRetrying(let op, let queue, let priority, let retry, let body):
+      guard isLive(queue: queue), ops[op] == nil, validCaptures(body), retry.attempts >= 1,
+        retry.backoff >= 0,
+        (retry.timeout ?? 1) > 0
+      else { return .skip }
+      create(op, queue: queue, priority: priority, body: body)
+      ops[op]!.timeout = retry.timeout
+      ops[op]!.retry = retry
+      enqueue(op)
+      if let deadline = retry.deadline { armDeadline(of: op, at: now + deadline) }
+      return .done
     case .addCoalesced(let op, let work, let queue, let priority, let key, let body):
       guard isLive(queue: queue), ops[op] == nil else { return .skip }
       let leader: Int
@@ -734,6 +765,9 @@ struct ReferenceModel: Sendable {
       if let at = model.timeoutAt, at <= target { due.append((at, op, false)) }
     }
     due.sort { ($0.at, $0.op, $0.deadline ? 0 : 1) < ($1.at, $1.op, $1.deadline ? 0 : 1) }
+    // A backoff's timer makes its op ready: it starts nothing, so its place among the others
+    // changes no outcome; it is due unless its op ended (or was acted on) earlier in the advance.
+    let backoffs = ops.filter { $0.value.backoffAt.map { $0 <= target } ?? false }.map(\.key)
     for op in Set(due.filter(\.deadline).map(\.op)).sorted() {
       journal.append(.deadlinePassed(op: op, step: step))
     }
@@ -749,6 +783,7 @@ struct ReferenceModel: Sendable {
       }
       if timeOut(timer.op, deadline: timer.deadline) { acted.insert(timer.op) }
     }
+    for op in backoffs where ops[op]!.state == .waiting { ops[op]!.backoffAt = nil }
     // Waiting ops a dependency's timer ended before their own deadline fired.
     for op in Set(due.filter { $0.deadline && !acted.contains($0.op) }.map(\.op)).sorted()
     where ops[op]!.state.isTerminal && ops[op]!.startedAt == nil {
@@ -800,8 +835,16 @@ struct ReferenceModel: Sendable {
 
   /// Timers armed on the clock (each op's deadline and timeout until they fire or it ends).
   var armedTimerCount: Int {
-    ops.values.reduce(0) { $0 + ($1.deadlineAt == nil ? 0 : 1) + ($1.timeoutAt == nil ? 0 : 1) }
+    ops.values.reduce(0) {
+      $0 + ($1.deadlineAt == nil ? 0 : 1) + ($1.timeoutAt == nil ? 0 : 1) + ($1.backoffAt == nil ? 0 : 1)
+    }
   }
+
+  /// Whether `op` waits out a retry's backoff (it must hold no slot and no worker).
+  func isInBackoff(_ op: Int) -> Bool { ops[op]?.backoffAt != nil }
+
+  /// Attempts `op` started.
+  func attempts(of op: Int) -> Int { ops[op]?.attempt ?? 0 }
 
   /// Whether `op`'s deadline has passed on the clock and its body had not started before it: it
   /// must not be `.executing`.
@@ -822,6 +865,7 @@ struct ReferenceModel: Sendable {
       // Ended: its timers go stale.
       ops[current]!.deadlineAt = nil
       ops[current]!.timeoutAt = nil
+      ops[current]!.backoffAt = nil
       let outcome = ops[current]!.state
       for follower in ops[current]!.followers where !ops[follower]!.state.isTerminal {
         ops[follower]!.state = outcome
@@ -845,7 +889,7 @@ struct ReferenceModel: Sendable {
   func isReady(_ op: Int) -> Bool { ops[op].map(isReady) ?? false }
 
   private func isReady(_ op: Op) -> Bool {
-    op.state == .waiting && op.enqueued && !op.pauseHeld && op.leader == nil
+    op.state == .waiting && op.enqueued && !op.pauseHeld && op.leader == nil && op.backoffAt == nil
       && op.allDependencies.allSatisfy { ops[$0]!.state.isTerminal }
   }
 
@@ -947,7 +991,8 @@ struct ReferenceModel: Sendable {
           checkpointLog.append("op\(index) resumed")
         } else {
           ops[index]!.state = .executing
-          ops[index]!.startedAt = now
+          if ops[index]!.startedAt == nil { ops[index]!.startedAt = now }
+          ops[index]!.attempt += 1
           if let timeout = ops[index]!.timeout {
             ops[index]!.timeoutAt = now + timeout
           }
@@ -992,8 +1037,8 @@ struct ReferenceModel: Sendable {
     } else if model.stage < model.body.checkpoints {
       ops[op]!.stage += 1
       if model.timedOut {
-        move = BodyMove(op: op, permits: 2, reachesCheckpoint: true, result: .ended(.failed))
-        end(op, as: .failed)
+        // Its checkpoint throws (its task was cancelled): an execution timeout may be retried.
+        move = BodyMove(op: op, permits: 2, reachesCheckpoint: true, result: endAttempt(op, .failed))
       } else if model.cancelRequested {
         move = BodyMove(op: op, permits: 2, reachesCheckpoint: true, result: .ended(.cancelled))
         end(op, as: .cancelled)
@@ -1009,22 +1054,50 @@ struct ReferenceModel: Sendable {
       }
     } else {
       ops[op]!.stage += 1
+      let throwing = model.body.throwing || model.attempt <= (model.retry?.failures ?? 0)
       let outcome: ModelState
       if model.timedOut {
         // Whatever it throws fails it; a value finishes it.
-        outcome = model.body.checksCancellation || model.body.throwing ? .failed : .finished
-      } else if model.cancelRequested && (model.body.checksCancellation || model.body.throwing) {
+        outcome = model.body.checksCancellation || throwing ? .failed : .finished
+      } else if model.cancelRequested && (model.body.checksCancellation || throwing) {
         outcome = .cancelled
       } else {
-        outcome = model.body.throwing ? .failed : .finished
+        outcome = throwing ? .failed : .finished
       }
-      move = BodyMove(op: op, permits: 1, reachesCheckpoint: false, result: .ended(outcome))
-      end(op, as: outcome)
+      move = BodyMove(op: op, permits: 1, reachesCheckpoint: false, result: endAttempt(op, outcome))
     }
     settle()
     var asked = move
     asked.askedToPause = move.reachesCheckpoint && (model.pauseHeld || model.excessPaused)
     return asked
+  }
+
+  /// `op`'s attempt ended so: the op ends, or (a failure its retry policy retries) is rescheduled.
+  private mutating func endAttempt(_ op: Int, _ outcome: ModelState) -> BodyMove.Result {
+    let model = ops[op]!
+    if outcome == .failed, let retry = model.retry, model.attempt < retry.attempts, !model.cancelRequested,
+      model.timerActed != true, model.deadline.map({ now + retry.backoff < $0 }) ?? true,
+      !queues[model.queue].releasedSuspended
+    {
+      reschedule(op, backoff: retry.backoff)
+      return .rescheduled
+    }
+    end(op, as: outcome)
+    return .ended(outcome)
+  }
+
+  /// `op`'s attempt threw and it runs again: slot-free re-entry, with its submission order.
+  private mutating func reschedule(_ op: Int, backoff: Int) {
+    journal.append(.rescheduled(op: op, step: step))
+    ops[op]!.state = .waiting
+    ops[op]!.holdsSlot = false
+    ops[op]!.excessPaused = false
+    ops[op]!.stage = 0
+    ops[op]!.opens = ops[op]!.body.auto ? ops[op]!.body.checkpoints + 1 : 0
+    ops[op]!.timedOut = false
+    ops[op]!.timerActed = nil
+    ops[op]!.timeoutAt = nil
+    ops[op]!.backoffAt = backoff > 0 ? now + backoff : nil
   }
 
   // MARK: End of a script
@@ -1040,6 +1113,9 @@ struct ReferenceModel: Sendable {
     for op in sortedOpIndices where !ops[op]!.state.isTerminal && ops[op]!.leader == nil {
       if ops[op]!.opens < ops[op]!.body.checkpoints + 1 { steps.append(.openFully(op: op)) }
     }
+    // Backoffs end when the clock gets there: to the earliest, after the permits.
+    let backoff = ops.values.filter { !$0.state.isTerminal }.compactMap(\.backoffAt).min()
+    if let backoff { steps.append(.advance(seconds: backoff - now)) }
     guard steps.isEmpty else { return steps }
     for queue in queues.indices where isLive(queue: queue) {
       let paused = unfinished(in: queue).contains { op in

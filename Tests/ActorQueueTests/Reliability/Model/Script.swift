@@ -116,6 +116,10 @@ enum Step: Codable, Sendable, Hashable, CustomStringConvertible {
   case addTimed(op: Int, queue: Int, priority: Int, deadline: Int?, timeout: Int?, body: BodySpec)
   /// `clock.advance(by: .seconds(seconds))` of the script's manual clock (every queue's).
   case advance(seconds: Int)
+  /// `queue.addOperation(priority:, traits: [.retry(.attempts(attempts, backoff: .constant(.seconds(backoff)),
+  /// jitter: .none))] + the time traits) { body }`: its body throws ``ScriptError`` on its first
+  /// `failures` attempts, then does what `body` says.
+  case addRetrying(op: Int, queue: Int, priority: Int, retry: RetrySpec, body: BodySpec)
 
   var description: String {
     switch self {
@@ -155,6 +159,9 @@ enum Step: Codable, Sendable, Hashable, CustomStringConvertible {
         + ([deadline.map { ".deadline(in: \($0) s)" }, timeout.map { ".timeout(\($0) s)" }].compactMap { $0 })
         .joined(separator: ", ") + "]) { \(body) }"
     case .advance(let seconds): "clock.advance(by: \(seconds) s)"
+    case .addRetrying(let op, let queue, let priority, let retry, let body):
+      "op\(op) = q\(queue).addOperation(priority: \(priority.priorityName), traits: [\(retry)]) "
+        + "{ fails \(retry.failures) times, then \(body) }"
     }
   }
 }
@@ -172,6 +179,26 @@ struct Dependency: Codable, Sendable, Hashable, CustomStringConvertible {
 /// The traits of an `addTimed` step (seconds on the script's clock).
 func timeTraits(deadline: Int?, timeout: Int?) -> [OperationTrait] {
   [deadline.map { .deadline(in: .seconds($0)) }, timeout.map { .timeout(.seconds($0)) }].compactMap { $0 }
+}
+
+/// A retried op's policy and time traits (seconds on the script's clock).
+struct RetrySpec: Codable, Sendable, Hashable, CustomStringConvertible {
+  var attempts: Int
+  var backoff: Int
+  var failures: Int
+  var deadline: Int?
+  var timeout: Int?
+
+  var traits: [OperationTrait] {
+    [.retry(.attempts(attempts, backoff: .constant(.seconds(backoff)), jitter: .none))]
+      + timeTraits(deadline: deadline, timeout: timeout)
+  }
+
+  var description: String {
+    ([".retry(\(attempts) attempts, \(backoff) s apart)"]
+      + [deadline.map { ".deadline(in: \($0) s)" }, timeout.map { ".timeout(\($0) s)" }].compactMap { $0 })
+      .joined(separator: ", ")
+  }
 }
 
 /// The error a throwing script body throws.

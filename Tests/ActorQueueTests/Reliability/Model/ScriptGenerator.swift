@@ -38,7 +38,7 @@ struct ScriptGenerator: Sendable {
     }
 
     while steps.count < count {
-      let roll = random.below(148)
+      let roll = random.below(158)
       switch roll {
       case 0..<18:
         let queue = liveQueue(&random)
@@ -162,6 +162,21 @@ struct ScriptGenerator: Sendable {
             op: nextOp, queue: queue, priority: random.below(5), deadline: kind == 1 ? nil : random.below(5),
             timeout: kind == 0 ? nil : 1 + random.below(3), body: body(&random, queues: queueCount)))
         ops.append((nextOp, queue, false))
+        nextOp += 1
+      case 148..<158:
+        // A retry: mostly without delay or 1–2 s apart, failing 0 to 3 times, often with a
+        // deadline or a timeout; sometimes a gate opened at once, so attempts follow each other.
+        let queue = liveQueue(&random)
+        let retry = RetrySpec(
+          attempts: 1 + random.below(4), backoff: random.pick([0, 0, 1, 2]), failures: random.below(4),
+          deadline: random.chance(30) ? 1 + random.below(6) : nil,
+          timeout: random.chance(25) ? 1 + random.below(2) : nil)
+        steps.append(
+          .addRetrying(
+            op: nextOp, queue: queue, priority: random.below(5), retry: retry,
+            body: body(&random, queues: queueCount)))
+        ops.append((nextOp, queue, false))
+        if random.chance(40) { steps.append(.open(op: nextOp)) }
         nextOp += 1
       default:
         steps.append(.advance(seconds: 1 + random.below(2)))

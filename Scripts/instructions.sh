@@ -5,7 +5,7 @@
 #
 #   Scripts/instructions.sh            this checkout
 #   Scripts/instructions.sh c2de8fe    a commit's library, measured with this checkout's bench
-#                                      (with its own before time traits, which must have --count)
+#                                      (with its own before retries, which must have --count)
 #
 # Each workload runs under callgrind at two sizes (`bench --count WORKLOAD N`); the difference
 # divided by the difference of N is the cost per operation, without the process start, the
@@ -15,6 +15,8 @@
 #                      (less `idle-baseline`, the same flushes and waits without the queue)
 #   deadline-max4      independent-max4 with a deadline an hour away on each op (skipped for a
 #                      commit from before time traits)
+#   retry-max4         independent-max4 with each op failing once, retried at once (skipped for
+#                      a commit from before retries)
 # Run it on a quiet machine, a few times: workers that linger poll and the records' storage is
 # judged by the clock, so the counts move by about 1% from run to run (the idle start's misses by
 # about 3%), and more when other work runs beside them. Installs valgrind from Debian's packages
@@ -36,14 +38,15 @@ if [ $# -ge 1 ]; then
   package=$work/package
   git -C "$root" worktree add --detach --force "$package" "$1" >/dev/null 2>&1
   trap 'git -C "$root" worktree remove --force "$package"; rm -rf "$work"' EXIT
-  if [ -f "$package/Sources/ActorQueue/Time/OperationTrait.swift" ]; then
+  if [ -f "$package/Sources/ActorQueue/Time/RetryPolicy.swift" ]; then
     rm -rf "$package/Sources/bench"
     cp -R "$root/Sources/bench" "$package/Sources/bench"
-  else
+  elif [ ! -f "$package/Sources/ActorQueue/Time/OperationTrait.swift" ]; then
     # A commit from before time traits: this bench does not build against it; its own bench
     # (whose --count workloads are the same code) measures it, without the timed workload.
     timed=no
   fi
+  # A commit from before retries measures with its own bench too, which has no retry workload.
 fi
 echo "building the bench of $(git -C "$package" rev-parse --short HEAD) (release)" >&2
 swift build --package-path "$package" -c release --product bench >&2
@@ -89,3 +92,4 @@ per_op() {
 per_op independent-max4 20000 120000
 per_op idle-start 50 250 idle-baseline
 [ "${timed:-yes}" = no ] || per_op deadline-max4 20000 120000
+if "$bench" --help 2>&1 | grep -q retry; then per_op retry-max4 20000 120000; fi

@@ -8,7 +8,7 @@
 import Foundation
 
 let options = Options.parse(Array(CommandLine.arguments.dropFirst()))
-if let child = options.memoryChild { Memory.child(child.system, child.count, deadline: child.deadline) }
+if let child = options.memoryChild { Memory.child(child.system, child.count, variant: child.variant) }
 if let counted = options.counted {
   counted.workload.run(counted.count)
   exit(0)
@@ -43,6 +43,7 @@ func runComparison() -> [Row] {
     case .independent: rows += Independent.run(options, sizes, spinIterations: spin.iterations)
     case .latency: rows += Latency.run(options, sizes)
     case .timers: rows += Timers.run(options, sizes)
+    case .retry: rows += Retry.run(options, sizes)
     case .chain, .fanIn, .fanOut, .dag: rows += Graphs.run(scenario, options, sizes)
     case .cancel: rows += Cancellation.run(options, sizes)
     case .queues: rows += ManyQueues.run(options, sizes)

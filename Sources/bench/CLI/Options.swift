@@ -18,6 +18,7 @@ enum ScenarioName: String, CaseIterable, Sendable {
   case adapterBlocking = "adapter-blocking"
   case scaling
   case timers
+  case retry
 
   var summary: String {
     switch self {
@@ -41,6 +42,7 @@ enum ScenarioName: String, CaseIterable, Sendable {
     case .adapterBlocking: "legacy ops whose main() blocks 1 ms, with async Swift work alongside: its delay"
     case .scaling: "chain and independent at N = 1k…256k: per-op cost against N (also: --scaling)"
     case .timers: "lateness of a deadline on the system clock (p50, p99) against a bare Task.sleep"
+    case .retry: "100,000 ops at limit 4 failing once, retried at once, against the same ops succeeding"
     }
   }
 }
@@ -62,9 +64,10 @@ struct Options: Sendable {
   var wide = false
   /// Systems to run; empty: all (restricting them drops the ratios; for profiling one system).
   var systems: [System] = []
-  /// Hidden: `--memory-child SYSTEM[+deadline] N` measures one system's memory (its operations
-  /// each with a deadline that never fires, for `+deadline`) and prints bytes/op.
-  var memoryChild: (system: System, count: Int, deadline: Bool)?
+  /// Hidden: `--memory-child SYSTEM[+deadline|+backoff] N` measures one system's memory (its
+  /// operations each with a deadline that never fires, for `+deadline`; each waiting out a retry's
+  /// backoff, for `+backoff`) and prints bytes/op.
+  var memoryChild: (system: System, count: Int, variant: Memory.Variant)?
   /// Hidden: `--count WORKLOAD N` runs one workload N times and exits (Scripts/instructions.sh).
   var counted: (workload: CountedWorkload, count: Int)?
 
@@ -195,12 +198,13 @@ struct Options: Sendable {
         }
         options.systems.append(system)
       case "--memory-child":
-        let name = value(for: argument)
-        let deadline = name.hasSuffix("+deadline")
-        guard let system = System(rawValue: deadline ? String(name.dropLast("+deadline".count)) : name) else {
-          fail("--memory-child: unknown system")
+        let parts = value(for: argument).split(separator: "+", maxSplits: 1).map(String.init)
+        guard let system = System(rawValue: parts[0]),
+          let variant = parts.count == 1 ? .plain : Memory.Variant(rawValue: parts[1])
+        else {
+          fail("--memory-child: unknown system or variant")
         }
-        options.memoryChild = (system, integer(for: argument, atLeast: 1), deadline)
+        options.memoryChild = (system, integer(for: argument, atLeast: 1), variant)
       case "--count":
         guard let workload = CountedWorkload(rawValue: value(for: argument)) else {
           fail("--count: one of \(CountedWorkload.allCases.map(\.rawValue).joined(separator: ", "))")

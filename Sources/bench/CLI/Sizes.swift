@@ -17,6 +17,7 @@ struct Sizes: Sendable {
   var manyQueuesOps = 16_000
   var adapter = 10_000
   var memory = 100_000
+  var retry = 100_000
   var transfers = 120
   /// Transfers in the pause scenario (the size, also with --quick: a run takes ~0.1 s).
   var pauseTransfers = 1_000
@@ -46,6 +47,7 @@ struct Sizes: Sendable {
     manyQueuesOps = 4_000
     adapter = 2_000
     memory = 50_000
+    retry = 20_000
     transfers = 60
     scaling = [1_000, 4_000, 16_000]
     scalingBoundSeconds = 1.5

@@ -17,6 +17,13 @@ enum CountedWorkload: String, CaseIterable, Sendable {
   /// `independent-max4` with a deadline on each operation that never fires (an hour away): what
   /// a time trait costs (`CountTimed.swift`).
   case deadlineMax4 = "deadline-max4"
+  /// `independent-max4` with each operation failing its first attempt and retried at once: what
+  /// a retry costs (the bench's `retry` row).
+  case retryMax4 = "retry-max4"
+  /// `retry-max4`'s operations succeeding at once, with the trait.
+  case retryTraitMax4 = "retry-trait-max4"
+  /// `retry-max4`'s operations succeeding at once, without the trait.
+  case throwingMax4 = "throwing-max4"
 
   /// Runs the workload `n` times.
   func run(_ n: Int) {
@@ -25,6 +32,12 @@ enum CountedWorkload: String, CaseIterable, Sendable {
       _ = Independent.actorQueue(n: n, limit: 4)
     case .deadlineMax4:
       TimedCount.deadlineMax4(n)
+    case .retryMax4:
+      _ = Retry.actorQueue(n: n, failures: 1)
+    case .retryTraitMax4:
+      _ = Retry.actorQueue(n: n, failures: 0)
+    case .throwingMax4:
+      _ = Retry.actorQueue(n: n, failures: 0, trait: false)
     case .idleStart, .idleBaseline:
       let queue = ActorQueue(name: "idle", maxConcurrentOperationCount: 4)
       let ran = DispatchSemaphore(value: 0)

@@ -121,6 +121,15 @@ func checkGoals(_ rows: inout [Row], sizes: Sizes) -> [GoalMeasurement] {
   ratioGoal(
     "memory", "with a deadline", metric: "bytes/op", versus: .taskPerOp, atLeast: 1 / 1.2,
     what: "memory per op waiting with a deadline (≤ 1.2x without)")
+  // Issue 29: an op waiting out a retry's backoff takes at most 1.3x a waiting op's memory (its
+  // task per op reference: ActorQueue's ops waiting); ops failing once and retried at once cost at
+  // most 2.2x the same ops succeeding at once (its task per op reference).
+  ratioGoal(
+    "memory", "in a retry's backoff", metric: "bytes/op", versus: .taskPerOp, atLeast: 1 / 1.3,
+    what: "memory per op in a retry's backoff (≤ 1.3x waiting)")
+  ratioGoal(
+    "retry", Retry.variant, versus: .taskPerOp, atLeast: 1 / 2.2,
+    what: "ops failing once, retried at once (≤ 2.2x succeeding)")
   // Issue 11 (was 2x in issue 4): the adapter costs at most 1.5x OperationQueue per op: OQ's
   // time / its own ≥ 1/1.5.
   ratioGoal(

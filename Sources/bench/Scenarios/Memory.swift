@@ -13,6 +13,17 @@ import Synchronization
 enum Memory {
   static let systems: [System] = [.operationQueue, .actorQueue, .taskPerOp]
 
+  /// What each ActorQueue op carries while it waits.
+  enum Variant: String, Sendable {
+    case plain
+    /// A deadline an hour away.
+    case deadline
+    /// It failed its first attempt and waits out a retry's backoff of an hour.
+    case backoff
+    /// Waiting in a suspended queue, with a body that may throw (`backoff`'s reference).
+    case throwing
+  }
+
   static func run(_ options: Options, _ sizes: Sizes) -> [Row] {
     let n = sizes.memory
     let contenders = systems.map { system in
@@ -28,22 +39,37 @@ enum Memory {
       "memory n=\(n) with a deadline (child processes)",
       [
         Contender(system: .taskPerOp) { [spawnChild(.actorQueue, n)] },
-        Contender(system: .actorQueue) { [spawnChild(.actorQueue, n, deadline: true)] },
+        Contender(system: .actorQueue) { [spawnChild(.actorQueue, n, variant: .deadline)] },
       ], metrics: 1, options: options)
     rows += makeRows(
       scenario: "memory", variant: "with a deadline", metrics: ["bytes/op"], n: n, ops: nil, kinds: [.memory],
       samples: timed, runs: options.runs,
       note: "memory with a deadline: ActorQueue's ops each with a deadline that never fires; its task per op "
         + "row is ActorQueue's ops without one, measured in turn")
+    // Issue 29: an operation waiting out a retry's backoff, against one waiting in a queue.
+    let backoff = runInterleaved(
+      "memory n=\(n) in a retry's backoff (child processes)",
+      [
+        Contender(system: .taskPerOp) { [spawnChild(.actorQueue, n, variant: .throwing)] },
+        Contender(system: .actorQueue) { [spawnChild(.actorQueue, n, variant: .backoff)] },
+      ], metrics: 1, options: options)
+    rows += makeRows(
+      scenario: "memory", variant: "in a retry's backoff", metrics: ["bytes/op"], n: n, ops: nil,
+      kinds: [.memory], samples: backoff, runs: options.runs,
+      note: "memory in a retry's backoff: ActorQueue's ops each failed once and wait out an hour's backoff "
+        + "(one policy shared by all); its task per op row is ActorQueue's same ops (a body that may throw) "
+        + "waiting in a suspended queue")
     return rows
   }
 
   // MARK: Parent
 
-  private static func spawnChild(_ system: System, _ n: Int, deadline: Bool = false) -> Double {
+  private static func spawnChild(_ system: System, _ n: Int, variant: Variant = .plain) -> Double {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executablePath)
-    process.arguments = ["--memory-child", system.flag + (deadline ? "+deadline" : ""), String(n)]
+    process.arguments = [
+      "--memory-child", system.flag + (variant == .plain ? "" : "+\(variant.rawValue)"), String(n),
+    ]
     let output = Pipe()
     process.standardOutput = output
     do {
@@ -74,19 +100,19 @@ enum Memory {
   // MARK: Child
 
   /// The child process: measures `system` with `n` waiting ops, prints bytes per op, exits.
-  static func child(_ system: System, _ n: Int, deadline: Bool = false) -> Never {
-    hold(system, 1_000, deadline: deadline) {}
+  static func child(_ system: System, _ n: Int, variant: Variant = .plain) -> Never {
+    hold(system, 1_000, variant: variant) {}
     guard let before = ResidentMemory.current() else {
       fatalError("bench: resident memory is unavailable here")
     }
     var after = before
-    hold(system, n, deadline: deadline) { after = ResidentMemory.current() ?? before }
+    hold(system, n, variant: variant) { after = ResidentMemory.current() ?? before }
     print(Double(after - before) / Double(n))
     exit(0)
   }
 
   /// Makes `n` ops wait in `system`, calls `measure` while they all wait, then releases them.
-  private static func hold(_ system: System, _ n: Int, deadline: Bool = false, measure: () -> Void) {
+  private static func hold(_ system: System, _ n: Int, variant: Variant = .plain, measure: () -> Void) {
     let counter = Counter()
     switch system {
     case .operationQueue:
@@ -98,12 +124,17 @@ enum Memory {
       queue.cancelAllOperations()
       queue.isSuspended = false
       queue.waitUntilAllOperationsAreFinished()
+    case .actorQueue where variant == .backoff:
+      holdInBackoff(n, counter, measure: measure)
     case .actorQueue:
       let queue = ActorQueue()
       queue.isSuspended = true
-      if deadline {
+      if variant == .deadline {
         let traits: [OperationTrait] = [.deadline(in: .seconds(3_600))]
         for _ in 0..<n { queue.addOperation(traits: traits) { counter.increment() } }
+      } else if variant == .throwing {
+        let body: @Sendable () async throws -> Void = { counter.increment() }
+        for _ in 0..<n { queue.addOperation(body) }
       } else {
         for _ in 0..<n { queue.addOperation { counter.increment() } }
       }
@@ -131,6 +162,32 @@ enum Memory {
     case .adapter, .reusedTasks:
       fatalError("bench: no memory scenario for \(system.rawValue)")
     }
+  }
+
+  private struct FirstAttemptFails: Error {}
+
+  /// `n` ops that each failed their first attempt and wait out a backoff of an hour: the queue
+  /// holds them with no slot and no task. One policy, shared, as a user makes it once.
+  private static func holdInBackoff(_ n: Int, _ counter: Counter, measure: () -> Void) {
+    let queue = ActorQueue(maxConcurrentOperationCount: 4)
+    let traits: [OperationTrait] = [.retry(.attempts(2, backoff: .constant(.seconds(3_600)), jitter: .none))]
+    var operations: [QueueOperation<Void>] = []
+    operations.reserveCapacity(n)
+    for _ in 0..<n {
+      operations.append(
+        queue.addOperation(traits: traits) {
+          counter.increment()
+          throw FirstAttemptFails()
+        })
+    }
+    // Every first attempt ran and each op is back to pending (its backoff armed).
+    for operation in operations {
+      while operation.state != .pending || operation.attemptCount != 1 { usleep(100) }
+    }
+    verify(counter.count == n, "ActorQueue ran \(counter.count) of \(n) first attempts")
+    operations = []  // the queue keeps them: only what it holds is measured
+    measure()
+    queue.cancelAllOperations()
   }
 
   /// Holds task per op's suspended child tasks until released.

@@ -247,6 +247,33 @@ struct ArticleTests {
     try expectOutput(transcript, "docc-manual-clock")
   }
 
+  @Test("Deadlines and timeouts: retrying failed work")
+  func retry() async throws {
+    let transcript = Transcript()
+    @Sendable func print(_ items: Any...) { transcript.print(items) }
+
+    // snippet: docc-retry
+    let clock = ManualClock()
+    let queue = ActorQueue(name: "sync", clock: clock.queueClock)
+    let policy = RetryPolicy.attempts(
+      3, backoff: .exponential(initial: .seconds(1), maximum: .seconds(30)), jitter: .none)
+    let upload = queue.addOperation(name: "upload", traits: [.retry(policy)]) { () -> String in
+      let attempt = ActorQueue.currentAttempt?.number ?? 1
+      guard attempt == 3 else { throw ServerBusy() }
+      return "uploaded on attempt \(attempt)"
+    }
+    await clock.settle()  // the first attempt failed: a backoff of 1 s, holding no slot
+    print(upload.state, upload.attemptCount)
+    clock.advance(by: .seconds(1))
+    await clock.settle()  // the second failed too: 2 s this time
+    print(upload.state, upload.attemptCount)
+    clock.advance(by: .seconds(2))
+    print(try await upload.value)
+    // end snippet
+
+    try expectOutput(transcript, "docc-retry")
+  }
+
   @Test("Cancellation: the structured wait")
   func cancellableValue() async throws {
     let transcript = Transcript()
@@ -366,3 +393,6 @@ struct ArticleTests {
     try expectOutput(transcript, "docc-adapter-errors")
   }
 }
+
+/// A server's "busy, try again" answer, as the retry example's upload throws it.
+struct ServerBusy: Error {}

@@ -361,3 +361,39 @@ struct TimeoutRaceBefore: Sendable {
   }
   // end snippet
 }
+
+struct RetryAsyncAfterBefore: Sendable {
+  let queue: OperationQueue
+
+  // snippet: retry-async-after-before
+  func enqueueUpload(_ file: String, attempt: Int = 1) {
+    let upload = UploadOperation(file: file)
+    upload.completionBlock = { [unowned upload] in
+      guard upload.error != nil, attempt < 4 else { return }
+      let delay = pow(2.0, Double(attempt))  // uncapped: attempt 40 would wait 35,000 years
+      DispatchQueue.global().asyncAfter(deadline: .now() + delay) {
+        enqueueUpload(file, attempt: attempt + 1)  // a new operation, a new identity
+      }
+    }
+    queue.addOperation(upload)
+  }
+  // end snippet
+}
+
+struct RetryLoopBefore: Sendable {
+  func fetch(_ name: String) async throws -> String { try await fetchForRace(name) }
+
+  // snippet: retry-loop-before
+  func pageWithRetries() async throws -> String {
+    for attempt in 1...4 {
+      do {
+        return try await fetch("page")
+      } catch {
+        if attempt == 4 { throw error }
+        try await Task.sleep(for: .seconds(1 << attempt))  // the caller's slot stays taken
+      }
+    }
+    preconditionFailure("unreachable: the last attempt returns or throws")
+  }
+  // end snippet
+}

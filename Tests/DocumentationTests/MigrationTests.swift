@@ -410,6 +410,32 @@ struct MigrationTests {
     try expectOutput(transcript, "timeout-after")
   }
 
+  @Test("Retrying failed work")
+  func retry() async throws {
+    let transcript = Transcript()
+    @Sendable func print(_ items: Any...) { transcript.print(items) }
+    struct AuthError: Error {}
+    struct Unavailable: Error {}
+    // Fails its first attempt, as a flaky server does.
+    @Sendable func fetchFlaky(_ name: String) async throws -> String {
+      if ActorQueue.currentAttempt?.number == 1 { throw Unavailable() }
+      return name
+    }
+    let queue = ActorQueue(name: "network")
+
+    // snippet: retry-after
+    let policy = RetryPolicy.attempts(
+      4, backoff: .exponential(initial: .milliseconds(50), maximum: .seconds(10)),
+      retryIf: { !($0 is AuthError) })  // what is not worth another attempt
+    let page = queue.addOperation(name: "page", traits: [.retry(policy), .deadline(in: .seconds(60))]) {
+      try await fetchFlaky("page")  // ActorQueue.currentAttempt?.number says which attempt this is
+    }
+    print(try await page.value, "after", page.attemptCount, "attempts")
+    // end snippet
+
+    try expectOutput(transcript, "retry-after")
+  }
+
   @Test("Running on a queue of yours: underlyingQueue")
   func underlyingQueue() async throws {
     /// Counts its runs (the block's `dispatchPrecondition` checks where they run).

@@ -29,6 +29,8 @@ final class LoadImageOperation: Operation, @unchecked Sendable {
 final class UploadOperation: Operation, @unchecked Sendable {
   let file: String
   var uploaded = false
+  /// Its failure, recorded as such subclasses do (the retry example reads it).
+  var error: (any Error)?
   init(file: String) { self.file = file }
   override func main() { uploaded = true }
 }

@@ -365,6 +365,8 @@ struct RetryTests {
     #expect(exponential.delay(afterAttempt: 2, previous: 0, jitter: .none) == 1_000_000_000)
     #expect(exponential.delay(afterAttempt: 10_000, previous: 0, jitter: .none) == 30_000_000_000)
     #expect(linear.delay(afterAttempt: Int.max, previous: 0, jitter: .none) == 60_000_000_000)
+    let flat = Backoff.exponential(initial: .seconds(1), factor: 1, maximum: .seconds(5))
+    #expect(flat.delay(afterAttempt: Int.max, previous: 0, jitter: .none) == 1_000_000_000)
     #expect(
       Backoff.linear(initial: .zero, increment: .seconds(1), maximum: .seconds(5))
         .delay(afterAttempt: 3, previous: 0, jitter: .none) == 2_000_000_000)

@@ -6,6 +6,17 @@ import Testing
 
 /// Misuse gets a typed error; a never-finishing operation can be bounded by a timeout.
 @Suite struct MisuseTests {
+  @Test func aRetryOfALegacyOperationStopsWithAMessage() async {
+    let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      let queue = ActorQueue()
+      let operation = BlockOperation {}
+      operation.name = "legacy upload"
+      _ = try? queue.addOperation(legacy: operation, traits: [.retry(.attempts(3))])
+    }
+    let text = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+    #expect(text.contains("legacy upload") && text.contains("cannot run twice"), "\(text)")
+  }
+
   @Test func addingAFinishedOperationThrows() async throws {
     let operation = SumOperation(numbers: [1])
     await runOnOperationQueue([operation])  // Foundation would trap if it were enqueued again

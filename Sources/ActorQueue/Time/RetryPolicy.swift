@@ -200,7 +200,10 @@ public struct Backoff: Sendable, CustomStringConvertible {
     case .linear:
       let (added, overflow) = step.multipliedReportingOverflow(by: Int64(clamping: attempt - 1))
       return jitter.apply(to: overflow ? maximum : min(maximum, Self.adding(initial, added)), random: &random)
+    case .exponential where step == 1:
+      return jitter.apply(to: initial, random: &random)
     case .exponential:
+      // At most 63 doublings reach any maximum: the loop ends early, whatever the attempt.
       var delay = initial
       var remaining = attempt - 1
       while remaining > 0, delay < maximum {
@@ -361,8 +364,8 @@ extension ActorQueue {
   /// The attempt the calling task runs, in the body of an operation with
   /// ``OperationTrait/retry(_:)``; `nil` elsewhere. As ``checkpoint()``, it reads the calling
   /// task, which must be the body's own (not a child task or a task it created): no reference to
-  /// the operation is needed. Cost: one atomic load outside a retried attempt; inside, a lookup in
-  /// the short list of workers running one (never the scheduler's lock).
+  /// the operation is needed. Cost: one atomic load while no retried attempt runs in the process;
+  /// otherwise a lookup in the short list of workers running one (never the scheduler's lock).
   public static var currentAttempt: RetryAttempt? {
     Engine.attempts.attemptOfCurrentTask()
   }

@@ -331,8 +331,10 @@ struct ReferenceModel: Sendable {
   /// script's could resume it, though something keeps it (an unfinished op that depends on it,
   /// or its queue, still captured): nothing would ever end it, and the script could not drain.
   private func strandsHeldOp() -> Bool {
+    // A timed-out op ends, unless a retry may run it again (held, it would wait for good).
     ops.contains { op, model in
-      model.pauseHeld && !model.cancelRequested && !model.timedOut && !model.state.isTerminal
+      model.pauseHeld && !model.cancelRequested && (!model.timedOut || model.retry != nil)
+        && !model.state.isTerminal
         && model.leader == nil
         && model.queue < queues.count && queues[model.queue].released
         && !ops.contains { $0.value.handleHeld && target($0.key) == op }

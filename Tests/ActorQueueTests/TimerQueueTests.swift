@@ -114,4 +114,20 @@ struct TimerQueueTests {
       #expect(harness.scheduler.manualClocks[clock]?.timers.count == min(2, 49 - number))
     }
   }
+
+  /// The timer task and its generations are the process's: a test's scheduler value that armed a
+  /// system-clock timer and commanded the task replaced the real scheduler's task, whose own
+  /// commands then counted as stale, so its timers (a retry's backoff in a documentation test)
+  /// did not fire until its generations caught up.
+  @Test("A test's scheduler value arms system-clock timers in its state and commands no timer task")
+  func testValuesLeaveTheTimerTaskAlone() {
+    var harness = SchedulerHarness()
+    let queue = harness.makeQueue(limit: 1)
+    harness.add("a", traits: [.deadline(in: .seconds(60))], to: queue)
+    #expect(harness.scheduler.armedSystemTimer != nil)
+    #expect(harness.scheduler.systemTimers.live == 1)
+    #expect(harness.lastEffects.resumptions?.isEmpty ?? true)
+    #expect(!harness.scheduler.commandsTimerTask)
+    #expect(Engine.read { $0.commandsTimerTask })
+  }
 }

@@ -17,7 +17,7 @@ import Synchronization
 /// the lists of workers asked to pause and running a retried attempt (`WorkerDirectory`); a
 /// worker's handle lock is taken outside it.
 enum Engine {
-  static let scheduler = LockedValue(Scheduler(pauses: pauses, attempts: attempts))
+  static let scheduler = LockedValue(Scheduler(pauses: pauses, attempts: attempts, commandsTimerTask: true))
   /// The workers of the process's queues asked to pause (see `WorkerDirectory`).
   static let pauses = WorkerDirectory()
   /// The workers of the process's queues running an attempt of a retried operation.

@@ -243,7 +243,7 @@ extension Scheduler {
       if armedSystemTimer != nil {
         armedSystemTimer = nil
         timerGeneration += 1
-        effects.commandTimer(.disarm(generation: timerGeneration))
+        if commandsTimerTask { effects.commandTimer(.disarm(generation: timerGeneration)) }
       }
       return
     }
@@ -257,7 +257,7 @@ extension Scheduler {
     if armedSystemTimer.map({ first.at < $0 }) ?? true {
       armedSystemTimer = first.at
       timerGeneration += 1
-      effects.commandTimer(.arm(at: first.at, generation: timerGeneration))
+      if commandsTimerTask { effects.commandTimer(.arm(at: first.at, generation: timerGeneration)) }
     }
   }
 

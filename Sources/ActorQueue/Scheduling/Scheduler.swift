@@ -163,9 +163,19 @@ struct Scheduler: Sendable {
   /// finds them: `Engine.attempts`, or a test's scheduler value's own.
   let attempts: WorkerDirectory
 
-  init(pauses: WorkerDirectory = WorkerDirectory(), attempts: WorkerDirectory = WorkerDirectory()) {
+  /// Whether this is the process's scheduler (`Engine.scheduler`), whose system-clock timers the
+  /// one timer task serves. A test's scheduler value keeps its timers in its state and commands no
+  /// task: the task and its generations are the process's, and a test value's commands would
+  /// replace the real scheduler's (its timers would not fire until its generations caught up).
+  let commandsTimerTask: Bool
+
+  init(
+    pauses: WorkerDirectory = WorkerDirectory(), attempts: WorkerDirectory = WorkerDirectory(),
+    commandsTimerTask: Bool = false
+  ) {
     self.pauses = pauses
     self.attempts = attempts
+    self.commandsTimerTask = commandsTimerTask
   }
 
   // MARK: Reading (each under the lock, O(1) unless stated)

@@ -427,7 +427,7 @@ struct MigrationTests {
     let policy = RetryPolicy.attempts(
       4, backoff: .exponential(initial: .milliseconds(50), maximum: .seconds(10)),
       retryIf: { !($0 is AuthError) })  // what is not worth another attempt
-    let page = queue.addOperation(name: "page", traits: [.retry(policy), .deadline(in: .seconds(60))]) {
+    let page = queue.addOperation(name: "page", traits: [.retry(policy), .deadline(in: .seconds(600))]) {
       try await fetchFlaky("page")  // ActorQueue.currentAttempt?.number says which attempt this is
     }
     print(try await page.value, "after", page.attemptCount, "attempts")

@@ -10,8 +10,8 @@ import Synchronization
 /// so a test's scheduler value shares nothing with real queues. Written only under the
 /// scheduler's lock; this lock is a leaf: nothing takes the scheduler's lock while holding it. A
 /// list rather than a task-local bound to each worker's task, which cost every idle start its
-/// binding before the body ran (and a retried attempt, bound per attempt, about 2,500
-/// instructions).
+/// binding before the body ran (and a retried attempt its binding per attempt; figures in the
+/// Performance article).
 final class WorkerDirectory: Sendable {
   /// A listed worker, and for the attempts' directory the attempt its task runs.
   private struct Entry {
@@ -26,8 +26,8 @@ final class WorkerDirectory: Sendable {
   /// `nonisolated(unsafe)`, and safe: every access holds `lock` (acquiring, then releasing), so
   /// accesses from different threads never overlap and each sees the one before it; for the same
   /// reason no dynamic exclusivity check is needed (`@exclusivity(unchecked)`: each would cost a
-  /// retried attempt hundreds of instructions). An entry removed is released after the lock, and
-  /// never holds the last reference to anything of the user's (the retry state holds its error).
+  /// retried attempt far more than the lock). An entry removed is released after the lock, and
+  /// holds nothing of the user's (a worker and an attempt number).
   @exclusivity(unchecked) private nonisolated(unsafe) var listed: [Entry] = []
   /// `listed.count`, readable without the lock: a checkpoint's fast path.
   private let listedCount = Atomic<Int>(0)

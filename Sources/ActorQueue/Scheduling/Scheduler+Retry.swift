@@ -251,7 +251,7 @@ extension Scheduler {
       }
       error = timeout
     } else {
-      // The metatype, not `is`: a dynamic cast costs a retried attempt hundreds of instructions.
+      // The metatype, not `is`: a dynamic cast is a runtime call on every retried attempt.
       guard type(of: thrown) != CancellationError.self else { return nil }
       error = thrown
     }

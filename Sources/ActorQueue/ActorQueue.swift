@@ -205,6 +205,17 @@ public actor ActorQueue {
   /// The operations added and not yet ended, in submission order. A snapshot. Cost: O(n).
   public nonisolated var operations: [AnyQueueOperation] { Engine.read { $0.unfinished(of: index) } }
 
+  /// Why each operation that is not running waits: every operation of this queue that has not
+  /// started, or whose body is paused, in submission order, with what it waits for (a
+  /// dependency, on any queue; a slot; the queue's suspension; ``AnyQueueOperation/pause()``; a
+  /// retry's instant) and its deadline. Executing operations are left out. A snapshot, for the
+  /// day something is stuck (`print(queue.waitReport())`, or a test's assertion), not a
+  /// scheduling input: what it says may change at once. Cost: O(n + timers of the queue's clock),
+  /// in one hold of the scheduler's lock, as ``operations``. `OperationQueue` has no equivalent.
+  public nonisolated func waitReport() -> [OperationWaitReport] {
+    Engine.read { $0.waitReport(of: index) }
+  }
+
   /// Every transition of this queue and its operations, losslessly, for one subscriber (see
   /// ``events(bufferingPolicy:)``).
   public nonisolated var events: AsyncStream<QueueEvent> { events(bufferingPolicy: .lossless) }

@@ -319,6 +319,27 @@ struct ArticleTests {
     try expectOutput(transcript, "docc-events")
   }
 
+  @Test("Observing state: why is an operation not running?")
+  func waitReport() async throws {
+    let transcript = Transcript()
+    @Sendable func print(_ items: Any...) { transcript.print(items) }
+
+    // snippet: docc-wait-report
+    let network = ActorQueue(name: "network", maxConcurrentOperationCount: 1)
+    let database = ActorQueue(name: "database")
+    network.isSuspended = true  // offline, say
+    let login = network.addOperation(name: "login") { "token" }
+    let profile = database.addOperation(name: "profile", after: login) { token in "profile for \(token)" }
+    network.addOperation(name: "avatar", traits: [.deadline(in: .seconds(30))]) {}
+
+    for report in network.waitReport() + database.waitReport() { print(report) }
+    network.isSuspended = false
+    print(try await profile.value)
+    // end snippet
+
+    try expectOutput(transcript, "docc-wait-report")
+  }
+
   @Test("Migrating")
   func migrating() async throws {
     let transcript = Transcript()

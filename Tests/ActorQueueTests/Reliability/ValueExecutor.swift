@@ -172,6 +172,75 @@ private struct ValueRun {
       return ScriptFailure(step: index, message: "after \(step): time slots disagree: \(slots.prefix(4))")
     }
     if let problem = timeProblem() { return ScriptFailure(step: index, message: "after \(step): \(problem)") }
+    if let problem = waitReportProblem() {
+      return ScriptFailure(step: index, message: "after \(step): \(problem)")
+    }
+    return nil
+  }
+
+  /// Each queue's wait report against the model: exactly the ops that wait (and the paused bodies
+  /// not running to their end), each with what the model says it waits for.
+  private func waitReportProblem() -> String? {
+    let scheduler = harness.scheduler
+    let manual = QueueClock(id: clock)
+    func instant(_ seconds: Int) -> QueueDeadline {
+      QueueDeadline(clock: manual, nanoseconds: Int64(seconds) * 1_000_000_000)
+    }
+    var opOfID: [OperationID: Int] = [:]
+    for op in model.sortedOpIndices {
+      if let handle = harness.handles[Self.name(op)] { opOfID[handle.id] = op }
+    }
+    for (scriptQueue, queue) in queues.enumerated() {
+      var reported: [Int: OperationWaitReport] = [:]
+      for report in scheduler.waitReport(of: queue) {
+        guard let op = opOfID[report.id] else { continue }  // shared work: no handle of the script's
+        reported[op] = report
+      }
+      for op in model.sortedOpIndices {
+        guard let modelOp = model.ops[op], modelOp.queue == scriptQueue, modelOp.enqueued,
+          modelOp.leader == nil,
+          !modelOp.state.isTerminal
+        else { continue }
+        let waits =
+          modelOp.state == .waiting || (modelOp.pausedInBody && !modelOp.cancelRequested && !modelOp.timedOut)
+        guard let report = reported.removeValue(forKey: op) else {
+          if waits { return "op\(op) waits, but queue \(scriptQueue)'s wait report leaves it out" }
+          continue
+        }
+        guard waits else { return "op\(op) runs, but the wait report says it waits for \(report.waitingFor)" }
+        let suspended = model.queues[scriptQueue].suspended
+        var expected: [OperationWaitReport.Reason] = []
+        var dependencies: Set<OperationID> = []
+        if modelOp.state == .waiting {
+          for dependency in modelOp.allDependencies
+          where model.ops[dependency].map({ !$0.state.isTerminal }) ?? false {
+            if let id = harness.handles[Self.name(dependency)]?.id { dependencies.insert(id) }
+          }
+          if dependencies.isEmpty, !modelOp.pauseHeld, modelOp.backoffAt == nil {
+            if !suspended { expected.append(.slot) }
+          } else if modelOp.pauseHeld {
+            expected.append(.paused)
+          }
+        } else if modelOp.pauseHeld {
+          expected.append(.paused)
+        } else if !suspended {
+          expected.append(.slot)
+        }
+        if suspended { expected.append(.suspended) }
+        if let at = modelOp.backoffAt { expected.append(.retry(at: instant(at))) }
+        if let at = modelOp.deadlineAt { expected.append(.deadline(instant(at))) }
+        let reportedDependencies = Set(
+          report.waitingFor.filter { $0.kind == .dependency }.compactMap(\.operation))
+        let others = report.waitingFor.filter { $0.kind != .dependency }
+        if reportedDependencies != dependencies || others != expected {
+          return "op\(op)'s wait report says \(report.waitingFor), expected dependencies "
+            + "\(dependencies.sorted()) and \(expected)"
+        }
+      }
+      if let (op, report) = reported.first {
+        return "op\(op) is in queue \(scriptQueue)'s wait report (\(report)) but not the model's waiting ops"
+      }
+    }
     return nil
   }
 

@@ -122,6 +122,14 @@ public actor ActorQueue {
     Engine.run { $0.releaseQueue(index, now: Engine.now, &$1) }
   }
 
+  /// This queue's own ``ExclusivityDomain``: where ``OperationTrait/exclusive(_:in:)-(ExclusivityKey...,_)`` puts keys
+  /// when no domain is named. Only this queue's operations may name it (another queue's are
+  /// refused with a precondition message); to exclude across queues, make an
+  /// ``ExclusivityDomain`` and share it. Cost: a small object per call.
+  public nonisolated var exclusivityDomain: ExclusivityDomain {
+    ExclusivityDomain(queueGeneration: reference.generation, name: storedName.map { "queue \"\($0)\"" })
+  }
+
   /// The limit as stored: `-1` means unlimited; values below 1 are misuse, refused in every
   /// build configuration with a message that says what to do.
   static func validated(_ limit: Int) -> Int {
@@ -208,7 +216,7 @@ public actor ActorQueue {
   /// Why each operation that is not running waits: every operation of this queue that has not
   /// started, or whose body is paused, in submission order, with what it waits for (a
   /// dependency, on any queue; a slot; the queue's suspension; ``AnyQueueOperation/pause()``; a
-  /// retry's instant) and its deadline. Executing operations are left out. A snapshot, for the
+  /// retry's instant; an exclusivity key and the operation holding it) and its deadline. Executing operations are left out. A snapshot, for the
   /// day something is stuck (`print(queue.waitReport())`, or a test's assertion), not a
   /// scheduling input: what it says may change at once. Cost: O(n + timers of the queue's clock),
   /// in one hold of the scheduler's lock, as ``operations``. `OperationQueue` has no equivalent.

@@ -40,15 +40,20 @@ public struct OperationWaitReport: Sendable, Hashable, CustomStringConvertible {
   public struct Reason: Sendable, Hashable, CustomStringConvertible {
     /// What kind of reason this is, without its operation or instant.
     public let kind: Kind
-    /// The operation waited for: the dependency of ``dependency(_:)``; `nil` for the others.
+    /// The operation waited for: the dependency of ``dependency(_:)``, the holder of
+    /// ``key(_:heldBy:)``; `nil` for the others.
     public let operation: OperationID?
     /// The instant of ``retry(at:)`` and ``deadline(_:)``; `nil` for the others.
     public let instant: QueueDeadline?
+    /// The key of ``key(_:heldBy:)``; `nil` for the others.
+    public let key: ExclusivityKey?
 
-    init(kind: Kind, operation: OperationID? = nil, instant: QueueDeadline? = nil) {
+    init(kind: Kind, operation: OperationID? = nil, instant: QueueDeadline? = nil, key: ExclusivityKey? = nil)
+    {
       self.kind = kind
       self.operation = operation
       self.instant = instant
+      self.key = key
     }
 
     /// It waits for this dependency to end (on any queue; a legacy operation's Foundation
@@ -58,6 +63,12 @@ public struct OperationWaitReport: Sendable, Hashable, CustomStringConvertible {
     /// or those ahead of it by priority and submission order take the free slots. Also an
     /// operation paused to make room after the limit was lowered (`.paused`, not held).
     public static let slot = Reason(kind: .slot)
+    /// It waits for an exclusivity key (``OperationTrait/exclusive(_:in:)-(ExclusivityKey...,_)``) that `holder` has
+    /// (runs with, or is paused holding), or reserves after waiting long: it has left the ready
+    /// set and holds no slot until every one of its keys is free.
+    public static func key(_ key: ExclusivityKey, heldBy holder: OperationID) -> Reason {
+      Reason(kind: .key, operation: holder, key: key)
+    }
     /// Its queue is suspended (``ActorQueue/isSuspended``): nothing of it starts until resumed.
     /// A ready operation of a suspended queue lists this alone, not ``slot``.
     public static let suspended = Reason(kind: .suspended)
@@ -73,12 +84,14 @@ public struct OperationWaitReport: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// `dependency op#9`, `slot`, `suspended`, `paused`, `retry at 1.5s (manual #3)`,
-    /// `deadline at 30.0s (system)`.
+    /// `deadline at 30.0s (system)`, `key "db" held by op#12`.
     public var description: String {
       switch kind {
       case .dependency: "dependency \(operation.map(String.init(describing:)) ?? "?")"
       case .retry: "retry at \(instant.map(String.init(describing:)) ?? "?")"
       case .deadline: "deadline at \(instant.map(String.init(describing:)) ?? "?")"
+      case .key:
+        "key \(key.map(String.init(describing:)) ?? "?") held by \(operation.map(String.init(describing:)) ?? "?")"
       default: kind.description
       }
     }
@@ -99,10 +112,12 @@ public struct OperationWaitReport: Sendable, Hashable, CustomStringConvertible {
       public static let retry = Kind(rawValue: 4)
       /// ``Reason/deadline(_:)``.
       public static let deadline = Kind(rawValue: 5)
+      /// ``Reason/key(_:heldBy:)``.
+      public static let key = Kind(rawValue: 6)
 
-      /// `dependency`, `slot`, `suspended`, `paused`, `retry` or `deadline`.
+      /// `dependency`, `slot`, `suspended`, `paused`, `retry`, `deadline` or `key`.
       public var description: String {
-        ["dependency", "slot", "suspended", "paused", "retry", "deadline"][Int(rawValue)]
+        ["dependency", "slot", "suspended", "paused", "retry", "deadline", "key"][Int(rawValue)]
       }
     }
   }

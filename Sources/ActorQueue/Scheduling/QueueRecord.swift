@@ -49,6 +49,9 @@ struct QueueRecord: Sendable {
   /// Some operation with external work was added (sticky): only then does deciding starts
   /// look for external work at the head of the ready set.
   var hasExternalWork = false
+  /// Some operation with exclusivity keys was added (sticky): its starts are all decided by
+  /// `Scheduler.arbitrate`, across the queues with keys (`Scheduler.exclusiveQueues`).
+  var hasExclusiveOperations = false
   /// Where each whole-queue call in progress is in this queue's list (see `BulkWork`).
   var walkCursors: [WalkCursor] = []
   /// The operations whose body runs on a worker, executing or paused at a checkpoint, most

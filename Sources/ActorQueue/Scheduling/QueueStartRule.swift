@@ -186,6 +186,17 @@ struct QueueStartRule<Element> {
   /// Whether a ready operation may be given a slot now.
   var canStartNow: Bool { canStart }
 
+  /// Whether an operation made ready now could be given a slot now: starts are not stopped and a
+  /// slot is free.
+  var hasRoom: Bool { !startsStopped && executing < limit }
+
+  /// The lingering worker stops lingering without claiming (its queue's starts are decided by
+  /// arbitration): it stays counted as starting until it retires.
+  mutating func stopLingering() {
+    precondition(isLingering, "Internal inconsistency: a worker stopped lingering that did not linger")
+    isLingering = false
+  }
+
   /// The ready operation that starts next, left in the ready set.
   mutating func peekReady() -> Element? {
     ready.peekFirst()

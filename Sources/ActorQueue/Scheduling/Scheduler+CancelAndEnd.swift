@@ -170,6 +170,8 @@ extension Scheduler {
     // Events: the subscriber streams end after the terminal state.
     transition(index, to: .ended(terminal), &effects)
     let queue = operations[index].queue
+    // Its keys, its place among a key's waiters, its reservations: released, to be scanned.
+    if operations[index].timeMarks.contains(.exclusive) { endExclusive(index) }
     // Before it leaves its queue, whose clock it reads (a released queue's record is freed then).
     if !operations[index].timeMarks.isEmpty { endTimers(of: index, queue: queue, &effects) }
     var leftHandle: Handle?

@@ -58,7 +58,12 @@ extension Scheduler {
         CoalescingBucket.Entry(key: key, leader: index, leaderID: id))
       queues[queue].coalesced[hash]!.version = nextCoalescingVersion()
       // The shared work retries as the call that creates it asks; later callers' policies do not apply.
-      if !traits.isEmpty, let policy = TimeTraits(traits).retry { beginRetries(of: index, policy) }
+      if !traits.isEmpty {
+        let folded = TimeTraits(traits)
+        if let policy = folded.retry { beginRetries(of: index, policy) }
+        // So do its keys.
+        if !folded.exclusive.isEmpty { beginExclusive(index, folded.exclusive, on: queue) }
+      }
       enqueue(shared, into: queue, now: now, &effects)
       leader = index
     }

@@ -77,6 +77,7 @@ extension Scheduler {
       if !dependencyEnded {
         operations[dependent].unfinishedDependencies += 1
         if case .ready = operations[dependent].phase { transition(dependent, to: .pending, &effects) }
+        if operations[dependent].timeMarks.contains(.exclusive) { exclusiveStopsWaiting(dependent) }
       }
     }
     switch part {

@@ -66,6 +66,7 @@ extension Scheduler {
       preconditionFailure("Internal inconsistency: \(operations[index].id) paused while its phase changes")
     }
     operations[index].pauseHeld = true
+    if operations[index].timeMarks.contains(.exclusive) { exclusiveHeld(index) }
     if operations[index].queue >= 0 {
       touch(operations[index].queue)  // recounts excess requests
       if queues[operations[index].queue].isReleased { letGo(index, &effects) }

@@ -335,6 +335,8 @@ extension Scheduler {
       if let dropped { effects.garbage.releaseLater(error: dropped) }
     }
     transition(index, to: .pending, &effects)
+    // Its keys too: the next attempt takes them again with its slot.
+    if operations[index].timeMarks.contains(.exclusive) { releaseLocks(of: index) }
     if !queues[queue].subscribers.isEmpty {
       let next = QueueDeadline(clock: QueueClock(id: clock), nanoseconds: at)
       emit(

@@ -19,8 +19,17 @@ extension Scheduler {
     // Deadlines of operations just added (one already past ends its operation here).
     if hasTimeWork { settleTime(now: now, &effects) }
     if hasBulk { holdOrLetGoQueues() }
-    while firstTouched >= 0 {
+    while firstTouched >= 0 || needsArbitration {
+      guard firstTouched >= 0 else {
+        _ = arbitrate(taker: nil, takerQueue: -1, &effects)
+        if needsArbitration { break }  // deferred to the last slice of a call
+        continue
+      }
       let queue = takeFirstTouched()
+      if queues[queue].hasExclusiveOperations {
+        settleByArbitration(queue)
+        continue
+      }
       // The rare cases are out of line, so that the common path (an idle queue's start, above
       // all) is compact: with cold caches, what a start costs is the cache lines it touches.
       if queues[queue].hasExcessRequests || queues[queue].pausedInReady > 0 || queues[queue].hasExternalWork {
@@ -48,6 +57,14 @@ extension Scheduler {
     // here, not in the callee, so that the common event makes no call.
     if freeOperations.count == operations.count { judgeStorageIfAllFree(now: now) }
     if sliceWork > 0 || hasBulk { endSlice(&effects) }
+  }
+
+  /// A queue with keys changed: its excess requests are recounted now, its starts decided by
+  /// arbitration once the touched queues are done.
+  @inline(never)
+  private mutating func settleByArbitration(_ queue: Int) {
+    if queues[queue].hasExcessRequests { withdrawUnneededExcessRequests(in: queue) }
+    needsArbitration = true
   }
 
   /// Takes the first queue off the list of those the current event changed.
@@ -91,6 +108,9 @@ extension Scheduler {
   mutating func claimOrIdle(
     _ worker: Worker, queue: Int, now: () -> SchedulerInstant, _ effects: inout Effects
   ) -> WorkerAction {
+    if queues[queue].hasExclusiveOperations {
+      return claimByArbitration(worker, queue: queue, countedStarting: true, &effects)
+    }
     let step = queues[queue].machine.claimForStartingWorker()
     if step.run == nil, queues[queue].machine.executing == 0 {
       let instant = now()
@@ -123,6 +143,12 @@ extension Scheduler {
       freeQueueIfDone(queue, &effects)
       return .retire
     }
+    return run(index, on: worker, queue: queue, &effects)
+  }
+
+  /// `index`, just given a slot, starts on `worker`: external work is started (it runs elsewhere),
+  /// a body is taken and run. Returns the worker's action.
+  mutating func run(_ index: Int, on worker: Worker, queue: Int, _ effects: inout Effects) -> WorkerAction {
     nextStart += 1
     if let external = operations[index].external {
       // Runs elsewhere: no worker holds it (cancel() calls its `cancel`).

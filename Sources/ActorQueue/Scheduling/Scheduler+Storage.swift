@@ -217,6 +217,7 @@ extension Scheduler {
       queues[queue].machine.executing == 0, queues[queue].machine.startingWorkers == 0
     else { return }
     let generation = queues[queue].generation
+    if queues[queue].hasExclusiveOperations { exclusiveQueues.removeFirst(queue) }
     for subscriber in queues[queue].subscribers { subscriber.finish(effects: &effects) }
     effects.garbage.releaseLater(queues[queue].subscribers)
     if let executor = queues[queue].taskExecutor { effects.garbage.releaseLater(executor) }

@@ -103,6 +103,11 @@ extension Scheduler {
     if operations[index].external != nil { queues[queue].hasExternalWork = true }
     if !queues[queue].barriers.isEmpty { waitForBarriers(index, of: queue, &effects) }
     if operations[index].timeSlot >= 0 {
+      if !timeStates[Int(operations[index].timeSlot)].traits.exclusive.isEmpty,
+        !operations[index].timeMarks.contains(.exclusive)
+      {
+        beginExclusive(index, timeStates[Int(operations[index].timeSlot)].traits.exclusive, on: queue)
+      }
       armDeadline(of: index, on: queue, now: now)
     }
     if operations[index].unfinishedDependencies == 0 && !operations[index].pauseHeld {

@@ -44,6 +44,9 @@ extension Scheduler {
         reasons = operations[index].dependencies.map { .dependency(operations[$0.index].id) }
       }
       if operations[index].pauseHeld { reasons.append(.paused) }
+      if isParked(index) {
+        for (key, holder) in blockingKeys(of: index) { reasons.append(.key(key, heldBy: holder)) }
+      }
     case .ready, .resumed:
       // In a suspended queue, the suspension is what it waits for.
       if !suspended { reasons.append(.slot) }

@@ -88,7 +88,10 @@ extension Scheduler {
   mutating func claimNext(
     _ worker: Worker, queue: Int, now: () -> SchedulerInstant, _ effects: inout Effects
   ) -> WorkerAction {
-    let action = apply(queues[queue].machine.claimNext(), worker: worker, queue: queue, &effects)
+    let action =
+      queues[queue].hasExclusiveOperations
+      ? claimByArbitration(worker, queue: queue, countedStarting: false, &effects)
+      : apply(queues[queue].machine.claimNext(), worker: worker, queue: queue, &effects)
     settle(now: now, &effects)
     return action
   }
@@ -121,6 +124,13 @@ extension Scheduler {
   ) -> WorkerAction {
     let spell = now().nanoseconds &- start.nanoseconds
     lingeringWorkers -= 1
+    if queues[queue].hasExclusiveOperations {
+      // Keys arrived while it lingered: arbitration decides this queue's starts now.
+      queues[queue].machine.stopLingering()
+      let action = claimByArbitration(worker, queue: queue, countedStarting: true, &effects)
+      settle(now: now, &effects)
+      return action
+    }
     let step = queues[queue].machine.lingerEnded()
     let action: WorkerAction
     if step.run != nil {

@@ -145,6 +145,19 @@ struct Scheduler: Sendable {
   /// Draws the jitter of retry policies decided here (no generator of the caller's): cheap, and
   /// no system call under the lock.
   var jitterRandom = JitterRandom()
+  // Exclusivity (see `Scheduler+Exclusivity.swift`).
+  /// The state of operations with keys, by record; the locks in use; the queues whose starts
+  /// arbitration decides; the operations reserving keys (aging).
+  var exclusiveStates: [Int: ExclusiveState] = [:]
+  var locks: [LockID: LockState] = [:]
+  var exclusiveQueues: [Int] = []
+  var reservers: [Int] = []
+  /// Locks released or unreserved since arbitration last ran, and whether it must run.
+  var dirtyLocks: [LockID] = []
+  var needsArbitration = false
+  /// Passes over after which a waiter reserves its keys (a test's value may lower it).
+  var agingLimit = Scheduler.defaultAgingLimit
+
   /// Time traits the current event noted, armed when it settles.
   var pendingTimes: [PendingTime] = []
   /// The current event has time work for `settle` (`pendingTimes`, or the system clock's timers
@@ -323,6 +336,7 @@ struct Scheduler: Sendable {
       raiseLeaderPriority(operations[index].leader)  // its own priority only says what it asks for
       return
     }
+    if operations[index].timeMarks.contains(.exclusive) { exclusivePriorityChanged(index) }
     guard let stamp = operations[index].phase.stamp else { return }
     let moved = queues[operations[index].queue].machine.reprioritize(
       index, stamp: stamp, order: operations[index].order, from: old, to: priority)
@@ -359,6 +373,7 @@ struct Scheduler: Sendable {
   ) {
     guard suspended != queues[queue].machine.isSuspended else { return }
     queues[queue].machine.setSuspended(suspended)
+    if suspended { exclusiveQueueSuspended(queue) }
     emit(suspended ? .suspended : .resumed, in: queue, &effects)
     touch(queue)
     settle(now: now, &effects)

@@ -171,6 +171,8 @@ struct TimeTraits: Sendable {
   var timeout: Int64?
   /// The retry policy (the last `.retry` trait given).
   var retry: RetryPolicy?
+  /// The `.exclusive` traits, as given (resolved against the queue when it is added).
+  var exclusive: [ExclusiveRequest] = []
 
   init() {}
 
@@ -196,6 +198,8 @@ struct TimeTraits: Sendable {
         timeout = min(timeout ?? nanoseconds, nanoseconds)
       case .retry(let policy):
         retry = policy
+      case .exclusive(let request):
+        if !request.keys.isEmpty { exclusive.append(request) }
       }
     }
   }
@@ -248,6 +252,8 @@ struct TimeMarks: OptionSet, Sendable {
   static let inBackoff = TimeMarks(rawValue: 1 << 5)
   /// It has a retry state (`OperationRecord.retrySlot`), whose user-owned parts go at its end.
   static let retries = TimeMarks(rawValue: 1 << 6)
+  /// It takes exclusivity keys: its state is in `Scheduler.exclusiveStates` until it ends.
+  static let exclusive = TimeMarks(rawValue: 1 << 7)
 }
 
 /// A caller in `waitUntilFinished(timeout:)`.

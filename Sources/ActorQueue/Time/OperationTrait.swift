@@ -1,5 +1,5 @@
-/// An option that configures one operation: a deadline or a timeout (more kinds join this type
-/// later without new overloads). Passed as `traits:` to ``ActorQueue/addOperation(name:priority:traits:_:)->QueueOperation<Success>``
+/// An option that configures one operation: a deadline, a timeout, a retry policy, exclusivity
+/// keys (more kinds join this type later without new overloads). Passed as `traits:` to ``ActorQueue/addOperation(name:priority:traits:_:)->QueueOperation<Success>``
 /// and ``QueueOperation/init(name:priority:traits:_:)``.
 ///
 /// ```swift
@@ -18,6 +18,7 @@ public struct OperationTrait: Sendable, CustomStringConvertible {
     case deadlineIn(Duration, nanoseconds: Int64)
     case timeout(Duration, nanoseconds: Int64)
     case retry(RetryPolicy)
+    case exclusive(ExclusiveRequest)
   }
 
   let kind: Kind
@@ -74,6 +75,9 @@ public struct OperationTrait: Sendable, CustomStringConvertible {
     case .deadlineIn(let duration, _): "deadline in \(duration)"
     case .timeout(let duration, _): "timeout \(duration)"
     case .retry(let policy): "retry \(policy)"
+    case .exclusive(let request):
+      "exclusive \(request.keys.map(\.description).joined(separator: ", "))"
+        + (request.domain.map { " in \($0)" } ?? "")
     }
   }
 }

@@ -137,6 +137,7 @@ final class InvariantChecker: Sendable {
     var deadlinePassedAt: [OperationID: Int] = [:]
     var timedOut: [OperationID: [OperationDetail]] = [:]
     var rescheduled: [OperationID: Int] = [:]
+    var locksOf: [OperationID: [Int]] = [:]
     var mayTimeOut: Set<OperationID> = []
     for registration in registrations {
       switch registration {
@@ -165,6 +166,8 @@ final class InvariantChecker: Sendable {
         if let id = ids[op] { timedOut[id, default: []].append(deadline ? .deadlineExpired : .timedOut) }
       case .rescheduled(let op, _):
         if let id = ids[op] { rescheduled[id, default: 0] += 1 }
+      case .keys(let op, let ops, _):
+        if let id = ids[op] { locksOf[id] = ops }
       case .mayTimeOut(let op, _):
         if let id = ids[op] { mayTimeOut.insert(id) }
       case .deadlinePassed(let op, let step):
@@ -184,6 +187,13 @@ final class InvariantChecker: Sendable {
     var endedAt: [OperationID: UInt64] = [:]
     var started: Set<OperationID> = []
     var details: [OperationID: [OperationDetail]] = [:]
+    // Keys: each lock's holder, from its start until it ends or goes back to pending (a retry);
+    // a paused holder keeps them.
+    var holding: [Int: OperationID] = [:]
+    var holds: [OperationID: [Int]] = [:]
+    func release(_ id: OperationID) {
+      for lock in holds.removeValue(forKey: id) ?? [] where holding[lock] == id { holding[lock] = nil }
+    }
     var fenceIndex = 0
     for (queue, event) in sorted where queue != Self.fence {
       while fenceIndex < fences.count && fences[fenceIndex] < event.sequence { fenceIndex += 1 }
@@ -209,6 +219,20 @@ final class InvariantChecker: Sendable {
           problems.append("\(at): \(name(id)) \(new) after its terminal state")
         }
         if submitted[id] == nil { submitted[id] = event.sequence }
+        switch new {
+        case .pending, .finished, .failed, .cancelled: release(id)
+        case .executing:
+          if holds[id] == nil, let locks = locksOf[id] {
+            for lock in locks {
+              if let other = holding[lock], other != id {
+                problems.append("\(at): \(name(id)) started while \(name(other)) holds key \(lock)")
+              }
+              holding[lock] = id
+            }
+            holds[id] = locks
+          }
+        case .ready, .paused: break
+        }
         switch new {
         case .pending, .paused:
           ready[queue, default: []].remove(id)

@@ -58,6 +58,17 @@ struct ReliabilityMisuseTests {
     Self.expectNamesMisuse(result, ["coalescingBy: a.png", "String", "Int", "images"])
   }
 
+  @Test(
+    "Keys in another queue's own exclusivity domain stop with a message naming the domain and what to use")
+  func keysInAnotherQueuesDomain() async {
+    let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      let first = ActorQueue(name: "first")
+      let second = ActorQueue(name: "second")
+      second.addOperation(name: "import", traits: [.exclusive("db", in: first.exclusivityDomain)]) {}
+    }
+    Self.expectNamesMisuse(result, ["import", "\"second\"", "queue \"first\"", "ExclusivityDomain()"])
+  }
+
   @Test("Lowering the limit below 1 with the excess paused stops with a message naming it")
   func invalidLimitPausingExcess() async {
     let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {

@@ -220,6 +220,8 @@ private final class RealRun {
   let fence = ActorQueue(name: "fence")
   /// The script's clock, every queue's.
   let clock = ManualClock()
+  /// The script's shared exclusivity domain.
+  let sharedDomain = ExclusivityDomain(name: "script")
   var boxes: [QueueBox?] = []
   var weakBoxes: [Weak<QueueBox>] = []
   var weakQueues: [Weak<ActorQueue>] = []
@@ -663,6 +665,23 @@ private final class RealRun {
       track(op, operation, spec)
     case .advance(let seconds):
       clock.advance(by: .seconds(seconds))
+    case .addExclusive(let op, let queue, let priority, let keys, let shared, let spec):
+      let traits = exclusiveTraits(keys: keys, shared: shared, domain: sharedDomain)
+      let priority = OperationPriority.allCases[priority]
+      let operation: QueueOperation<Int>
+      if op.isMultiple(of: 2) {
+        operation = boxes[queue]!.queue.addOperation(
+          name: "op\(op)", priority: priority, traits: traits, body(op, spec))
+      } else {
+        operation = QueueOperation(name: "op\(op)", priority: priority, traits: traits, body(op, spec))
+        do {
+          try boxes[queue]!.queue.addOperation(operation)
+        } catch {
+          return "addOperation refused a new prepared operation: \(error)"
+        }
+      }
+      typed[op] = operation
+      track(op, operation, spec)
     case .addRetrying(let op, let queue, let priority, let retry, let spec):
       let priority = OperationPriority.allCases[priority]
       let operation: QueueOperation<Int>

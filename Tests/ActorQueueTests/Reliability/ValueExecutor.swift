@@ -38,6 +38,9 @@ struct ValueExecutor: ScriptExecutor {
   static let mayTimeOut = Atomic<Int>(0)
   /// Failed attempts retried, and of those, retries that waited out a backoff on the clock.
   static let rescheduled = Atomic<Int>(0)
+  /// Ops parked for keys, and waiters that reserved their keys after being passed over.
+  static let parked = Atomic<Int>(0)
+  static let reserved = Atomic<Int>(0)
 
   func run(_ script: Script) async -> ScriptFailure? {
     var run = ValueRun(script: script, waitsOutLingers: waitsOutLingers)
@@ -62,6 +65,8 @@ private struct ValueRun {
   var tookNext = false
   /// The script's manual clock: an id of this value's own.
   let clock: UInt64 = 1_000_000
+  /// The script's shared exclusivity domain.
+  let sharedDomain = ExclusivityDomain(name: "script")
   /// The state each op ended in, as first seen: it must never change.
   var ended: [Int: OperationState] = [:]
 
@@ -71,6 +76,10 @@ private struct ValueRun {
     interleaves = (script.seed >> 3) % 4 != 0 && script.sliceLimit < Scheduler.defaultSliceLimit
     model = ReferenceModel(queueLimits: script.queueLimits)
     harness.scheduler.sliceLimit = script.sliceLimit
+    // Aging after 1 or 2 passes over in most scripts (16 would never come up in a short one).
+    let aging = [1, 2, 16][Int(script.seed >> 11 % 3)]
+    harness.scheduler.agingLimit = aging
+    model.agingLimit = aging
     harness.registerManualClock(clock)
     for limit in script.queueLimits {
       queues.append(harness.makeQueue(limit: limit == -1 ? .max : limit, clock: clock))
@@ -106,6 +115,8 @@ private struct ValueRun {
       if case .mayTimeOut = entry { ValueExecutor.mayTimeOut.add(1, ordering: .relaxed) }
       if case .rescheduled = entry { ValueExecutor.rescheduled.add(1, ordering: .relaxed) }
     }
+    ValueExecutor.parked.add(model.parks, ordering: .relaxed)
+    ValueExecutor.reserved.add(model.reservations, ordering: .relaxed)
     for op in model.sortedOpIndices where model.ops[op]?.enqueued == true {
       let state = harness.state(Self.name(op))
       guard state.isTerminal else {
@@ -216,7 +227,13 @@ private struct ValueRun {
           where model.ops[dependency].map({ !$0.state.isTerminal }) ?? false {
             if let id = harness.handles[Self.name(dependency)]?.id { dependencies.insert(id) }
           }
-          if dependencies.isEmpty, !modelOp.pauseHeld, modelOp.backoffAt == nil {
+          if model.isParked(op) {
+            for (lock, by) in model.blockingLocks(of: op) {
+              // By its record: the script may have dropped the holder's handle.
+              let holder = scheduler.operations[harness.index(Self.name(by))].id
+              expected.append(.key(scriptKeys[lock.key], heldBy: holder))
+            }
+          } else if dependencies.isEmpty, !modelOp.pauseHeld, modelOp.backoffAt == nil {
             if !suspended { expected.append(.slot) }
           } else if modelOp.pauseHeld {
             expected.append(.paused)
@@ -394,7 +411,7 @@ private struct ValueRun {
     switch step {
     case .add(_, let queue, _, let body), .barrier(_, let queue, let body),
       .addCoalesced(_, _, let queue, _, _, let body), .addTimed(_, let queue, _, _, _, let body),
-      .addRetrying(_, let queue, _, _, let body):
+      .addRetrying(_, let queue, _, _, let body), .addExclusive(_, let queue, _, _, _, let body):
       return [queue] + body.captures
     case .addAfter(_, let queue, _, let inputs, let body):
       return [queue] + body.captures + inputs.flatMap(queueOf)
@@ -568,6 +585,14 @@ private struct ValueRun {
       }
     case .advance(let seconds):
       harness.advance(clock, by: .seconds(seconds))
+    case .addExclusive(let op, let queue, let priority, let keys, let shared, _):
+      let traits = exclusiveTraits(keys: keys, shared: shared, domain: sharedDomain)
+      let priority = OperationPriority.allCases[priority]
+      if op.isMultiple(of: 2) {
+        harness.add(Self.name(op), priority: priority, traits: traits, to: queues[queue])
+      } else {
+        harness.addPrepared(Self.name(op), priority: priority, traits: traits, to: queues[queue])
+      }
     case .addRetrying(let op, let queue, let priority, let retry, _):
       let priority = OperationPriority.allCases[priority]
       if op.isMultiple(of: 2) {
@@ -747,6 +772,8 @@ struct ValueRandomScriptTests {
         + "(\(ValueExecutor.timedOutFinished.load(ordering: .relaxed)) finished anyway), "
         + "\(ValueExecutor.mayTimeOut.load(ordering: .relaxed)) ends either way; "
         + "\(ValueExecutor.rescheduled.load(ordering: .relaxed)) failed attempts were retried; "
+        + "\(ValueExecutor.parked.load(ordering: .relaxed)) ops parked for keys, "
+        + "\(ValueExecutor.reserved.load(ordering: .relaxed)) waiters reserved theirs; "
         + "\(FreeRecordCheck.checkedRecords.load(ordering: .relaxed)) free records were as reuse assumes; "
         + "\(PhaseCheck.checkedRecords.load(ordering: .relaxed)) live records' phases agreed with their queues"
     )

@@ -32,9 +32,15 @@ enum PhaseCheck {
         if queue >= 0 { problem("a caller's handle in queue \(queue)") }
       case .pending:
         if settled, queue >= 0, record.unfinishedDependencies == 0, !record.pauseHeld,
-          !record.timeMarks.contains(.inBackoff)
+          !record.timeMarks.contains(.inBackoff), !scheduler.isParked(index)
         {
           problem("pending in queue \(queue), waiting for nothing")
+        }
+        // Parked for keys: waits for a key another operation holds or reserves, holding none.
+        if scheduler.isParked(index) {
+          if settled, !scheduler.isBlocked(index) { problem("parked for keys that are all free") }
+          if record.unfinishedDependencies > 0 || record.pauseHeld { problem("parked while not ready") }
+          if scheduler.exclusiveStates[index]?.holds == true { problem("parked holding its keys") }
         }
         // Waiting out a retry's backoff: no slot, no worker, its body kept for the next attempt.
         if record.timeMarks.contains(.inBackoff), record.body == nil || record.retrySlot < 0 {
@@ -81,6 +87,44 @@ enum PhaseCheck {
         problems.append(
           "queue \(queue): started list \(listed.sorted()), bodies with a worker \(started[queue, default: []].sorted())"
         )
+      }
+    }
+    problems += lockProblems(in: scheduler)
+    return problems
+  }
+
+  /// Exclusivity: at most one holder per key and domain, and it is a live operation that started
+  /// and holds that key; a reserver reserves its own keys; every operation with keys is live.
+  private static func lockProblems(in scheduler: Scheduler) -> [String] {
+    var problems: [String] = []
+    var holders: [LockID: Int] = [:]
+    for (index, state) in scheduler.exclusiveStates {
+      let record = scheduler.operations[index]
+      guard record.isLive, !record.phase.hasEnded, record.timeMarks.contains(.exclusive) else {
+        problems.append("record \(index): exclusive state kept while not live and unfinished")
+        continue
+      }
+      guard state.holds else { continue }
+      switch record.phase {
+      case .executing, .paused, .resumed: break
+      default: problems.append("record \(index) (\(record.phase)): holds keys without having started")
+      }
+      for lock in state.locks {
+        if let other = holders.updateValue(index, forKey: lock) {
+          problems.append("records \(other) and \(index) both hold \(lock)")
+        }
+        if scheduler.locks[lock]?.holder != index {
+          problems.append(
+            "record \(index) holds \(lock), whose holder is \(scheduler.locks[lock]?.holder ?? -1)")
+        }
+      }
+    }
+    for (lock, state) in scheduler.locks {
+      if state.holder >= 0, holders[lock] != state.holder {
+        problems.append("\(lock) names holder \(state.holder), which does not hold it")
+      }
+      if state.reservedBy >= 0, scheduler.exclusiveStates[state.reservedBy]?.locks.contains(lock) != true {
+        problems.append("\(lock) reserved by record \(state.reservedBy), which does not want it")
       }
     }
     return problems

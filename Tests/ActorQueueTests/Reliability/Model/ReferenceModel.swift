@@ -42,6 +42,24 @@ enum Registration: Sendable, Equatable {
   case deadlinePassed(op: Int, step: Int)
   /// An attempt failed and its retry policy runs it again: one retry detail event.
   case rescheduled(op: Int, step: Int)
+  /// It takes these keys (`ModelLock.id`s): no two ops sharing one may execute (or be paused in
+  /// their bodies) at once.
+  case keys(op: Int, locks: [Int], step: Int)
+}
+
+/// A key in a domain, ordered as the scheduler orders its locks: the script's shared domain
+/// (made before any queue's) first, then each queue's own in creation order; keys by number.
+struct ModelLock: Hashable, Comparable, Sendable {
+  /// -1: the script's shared domain; otherwise the queue whose own domain it is.
+  var domain: Int
+  var key: Int
+
+  static func < (lhs: ModelLock, rhs: ModelLock) -> Bool {
+    lhs.domain != rhs.domain ? lhs.domain < rhs.domain : lhs.key < rhs.key
+  }
+
+  /// One number per lock, for the journal.
+  var id: Int { (domain + 1) * 8 + key }
 }
 
 /// One move of a body the model lets happen now: the executor gives it `permits` permits and
@@ -112,6 +130,15 @@ struct BodyMove: Sendable, Equatable {
 ///   deadline and a timeout of the same op and instant). A backoff that would end at or after its
 ///   deadline is not waited for: it ends `.failed`, as does an attempt in a queue released while
 ///   suspended (nothing there gets a slot again).
+/// - Exclusivity (an `addExclusive` op), as `Scheduler+Exclusivity.swift` decides it: the starts
+///   of queues that ever had an op with locks are made by `arbitrate()` after the other queues':
+///   locks released (or unreserved) since the last settle are scanned in lock order (their parked
+///   waiters by rank, each unblocked one unparked, until one whose queue has room), then greedy
+///   rounds start the best-ranked head across those queues that may start, parking blocked heads;
+///   still-free scanned locks are scanned again. A holder keeps its locks while paused and until
+///   it ends or is rescheduled; a parked op passed over `agingLimit` times by a worse-ranked start
+///   reserves its locks until it starts, ends, is held, gets a dependency or its queue is
+///   suspended.
 /// - Coalescing: the shared work is a model op of its own (no handle in the script); each caller
 ///   is a follower that mirrors its state and ends with its outcome. Cancelling a follower ends it
 ///   at once; the work is cancelled once every follower is; its priority is the highest of its
@@ -191,6 +218,16 @@ struct ReferenceModel: Sendable {
     /// The instant its backoff ends (seconds), while it waits one out: `.pending`, not ready.
     var backoffAt: Int?
 
+    // Exclusivity
+    /// Its locks, sorted, without repeats (an `addExclusive` op).
+    var locks: [ModelLock] = []
+    /// It started and holds its locks (until it ends or is rescheduled).
+    var holdsLocks = false
+    /// Waiting for locks, out of its queue's ready set (see `arbitrate()`).
+    var parked = false
+    /// Times a start took one of its locks while it was parked with a better rank.
+    var passedOver = 0
+
     // Coalescing
     /// A caller's handle: the shared work it follows.
     var leader: Int?
@@ -215,6 +252,8 @@ struct ReferenceModel: Sendable {
   struct Queue: Sendable {
     var limit: Int
     var suspended = false
+    /// An op with locks was added (sticky): its starts are decided by `arbitrate()`.
+    var hasKeys = false
     var released = false
     /// Released while suspended: nothing in it can get a slot again.
     var releasedSuspended = false
@@ -224,6 +263,17 @@ struct ReferenceModel: Sendable {
   private(set) var ops: [Int: Op] = [:]
   private(set) var queues: [Queue]
   private(set) var journal: [Registration] = []
+  /// Exclusivity: each lock's holder and reserver, the reservers, the locks released or
+  /// unreserved since the last settle.
+  private var holder: [ModelLock: Int] = [:]
+  private var reservedBy: [ModelLock: Int] = [:]
+  private var reservers: [Int] = []
+  private var dirty: Set<ModelLock> = []
+  /// Passes over after which a parked op reserves its locks (the scheduler's `agingLimit`).
+  var agingLimit = 16
+  /// Ops parked for locks, and waiters that reserved their locks (aging), so far.
+  private(set) var parks = 0
+  private(set) var reservations = 0
   private var nextOrder = 0
   private var nextStart = 0
   private var nextMovable = 0
@@ -429,6 +479,9 @@ struct ReferenceModel: Sendable {
     case .setSuspended(let queue, let suspended):
       guard isLive(queue: queue) else { return .skip }
       queues[queue].suspended = suspended
+      if suspended {
+        for reserver in reservers where ops[reserver]!.queue == queue { clearReservations(of: reserver) }
+      }
       return .done
     case .setPriority(let op, let priority):
       guard handleHeld(op), ops[op]!.priority != priority else { return .skip }
@@ -507,6 +560,16 @@ struct ReferenceModel: Sendable {
     case .advance(let seconds):
       guard seconds >= 0 else { return .skip }
       advanceClock(to: now + seconds)
+      return .done
+    case .addExclusive(let op, let queue, let priority, let keys, let shared, let body):
+      guard isLive(queue: queue), ops[op] == nil, validCaptures(body) else { return .skip }
+      create(op, queue: queue, priority: priority, body: body)
+      ops[op]!.locks = Set(keys.map { ModelLock(domain: shared ? -1 : queue, key: $0) }).sorted()
+      if !ops[op]!.locks.isEmpty {
+        queues[queue].hasKeys = true
+        journal.append(.keys(op: op, locks: ops[op]!.locks.map(\.id), step: self.step))
+      }
+      enqueue(op)
       return .done
     case .addRetrying(let op, let queue, let priority, let retry, let body):
       guard isLive(queue: queue), ops[op] == nil, validCaptures(body), retry.attempts >= 1,
@@ -590,6 +653,9 @@ struct ReferenceModel: Sendable {
       return .refused(.dependencyCycle)
     }
     ops[edge.dependent]!.explicit.append((edge.dependency, edge.mustSucceed))
+    if !dependency.state.isTerminal, !dependent.locks.isEmpty, dependent.enqueued {
+      stopWaitingForLocks(edge.dependent)
+    }
     if dependency.state.isTerminal {
       if edge.mustSucceed && dependency.state != .finished {
         end(edge.dependent, as: dependency.state == .cancelled ? .cancelled : .failed)
@@ -688,6 +754,7 @@ struct ReferenceModel: Sendable {
   private mutating func pause(_ op: Int) {
     guard !ops[op]!.state.isTerminal else { return }
     ops[op]!.pauseHeld = true
+    if ops[op]!.state == .waiting, !ops[op]!.locks.isEmpty { stopWaitingForLocks(op) }
     if ops[op]!.pausedInBody {
       ops[op]!.inReady = false
       ops[op]!.showsReady = false
@@ -892,14 +959,18 @@ struct ReferenceModel: Sendable {
 
   private func isReady(_ op: Op) -> Bool {
     op.state == .waiting && op.enqueued && !op.pauseHeld && op.leader == nil && op.backoffAt == nil
-      && op.allDependencies.allSatisfy { ops[$0]!.state.isTerminal }
+      && !op.parked && op.allDependencies.allSatisfy { ops[$0]!.state.isTerminal }
   }
 
   /// Recounts excess requests, then starts what may start: in each queue not suspended, while a
   /// slot is free, the ready op or paused body competing for a slot of highest priority, first
   /// submitted first. Then notes which bodies may move.
   private mutating func settle() {
-    repeat { startWhatMayStart() } while releaseUnkept()
+    endLocks()
+    repeat {
+      startWhatMayStart()
+      endLocks()
+    } while releaseUnkept()
     noteMovable()
   }
 
@@ -973,35 +1044,198 @@ struct ReferenceModel: Sendable {
     }
     for queue in queues.indices {
       if requests[queue] { recountExcessRequests(in: queue) }
-      guard !queues[queue].suspended else { continue }
+      guard !queues[queue].suspended, !queues[queue].hasKeys else { continue }
       // Starting one op makes no other ready: the candidates stay valid.
       let ordered = candidates[queue].sorted {
         $0.priority != $1.priority ? $0.priority > $1.priority : $0.order < $1.order
       }
       for candidate in ordered {
         guard holders[queue] < queues[queue].limit else { break }
-        let index = candidate.op
-        nextStart += 1
-        ops[index]!.startOrder = nextStart
-        ops[index]!.holdsSlot = true
-        if ops[index]!.state == .executing {
-          // A paused body given a slot: its checkpoint returns.
-          ops[index]!.inReady = false
-          ops[index]!.showsReady = false
-          ops[index]!.passed += 1
-          ops[index]!.resumes += 1
-          checkpointLog.append("op\(index) resumed")
-        } else {
-          ops[index]!.state = .executing
-          if ops[index]!.startedAt == nil { ops[index]!.startedAt = now }
-          ops[index]!.attempt += 1
-          if let timeout = ops[index]!.timeout {
-            ops[index]!.timeoutAt = now + timeout
-          }
-        }
+        start(candidate.op)
         holders[queue] += 1
       }
     }
+    if queues.contains(where: \.hasKeys) { arbitrate() }
+  }
+
+  /// Gives `index`, a ready op or a paused body competing for a slot, a slot.
+  private mutating func start(_ index: Int) {
+    if !ops[index]!.locks.isEmpty, !ops[index]!.holdsLocks {
+      clearReservations(of: index, markingDirty: false)
+      ops[index]!.holdsLocks = true
+      ops[index]!.passedOver = 0
+      for lock in ops[index]!.locks { holder[lock] = index }
+    }
+    nextStart += 1
+    ops[index]!.startOrder = nextStart
+    ops[index]!.holdsSlot = true
+    if ops[index]!.state == .executing {
+      // A paused body given a slot: its checkpoint returns.
+      ops[index]!.inReady = false
+      ops[index]!.showsReady = false
+      ops[index]!.passed += 1
+      ops[index]!.resumes += 1
+      checkpointLog.append("op\(index) resumed")
+    } else {
+      ops[index]!.state = .executing
+      if ops[index]!.startedAt == nil { ops[index]!.startedAt = now }
+      ops[index]!.attempt += 1
+      if let timeout = ops[index]!.timeout {
+        ops[index]!.timeoutAt = now + timeout
+      }
+    }
+  }
+
+  // MARK: Exclusivity (as Scheduler+Exclusivity.swift documents it)
+
+  private func ranksBefore(_ a: Int, _ b: Int) -> Bool {
+    let (x, y) = (ops[a]!, ops[b]!)
+    return x.priority != y.priority ? x.priority > y.priority : x.order < y.order
+  }
+
+  /// A lock it wants is held or reserved by another op.
+  private func isBlocked(_ op: Int) -> Bool {
+    let model = ops[op]!
+    guard !model.locks.isEmpty, !model.holdsLocks else { return false }
+    return model.locks.contains { lock in
+      (holder[lock].map { $0 != op } ?? false) || (reservedBy[lock].map { $0 != op } ?? false)
+    }
+  }
+
+  /// What blocks parked `op`: each lock held or reserved by another op, with that op.
+  func blockingLocks(of op: Int) -> [(lock: ModelLock, by: Int)] {
+    guard let model = ops[op] else { return [] }
+    return model.locks.compactMap { lock in
+      if let other = holder[lock], other != op { return (lock, other) }
+      if let other = reservedBy[lock], other != op { return (lock, other) }
+      return nil
+    }
+  }
+
+  func isParked(_ op: Int) -> Bool { ops[op]?.parked ?? false }
+
+  private func slotHolders(in queue: Int) -> Int {
+    ops.values.filter { $0.queue == queue && $0.state == .executing && $0.holdsSlot }.count
+  }
+
+  private func hasRoom(_ queue: Int) -> Bool {
+    !queues[queue].suspended && slotHolders(in: queue) < queues[queue].limit
+  }
+
+  /// The parked ops that want `lock`, best-ranked first.
+  private func waiters(of lock: ModelLock) -> [Int] {
+    sortedOpIndices.filter { ops[$0]!.parked && ops[$0]!.locks.contains(lock) }.sorted(by: ranksBefore)
+  }
+
+  private mutating func releaseLocks(of op: Int) {
+    guard ops[op]!.holdsLocks else { return }
+    ops[op]!.holdsLocks = false
+    for lock in ops[op]!.locks {
+      holder[lock] = nil
+      dirty.insert(lock)
+    }
+  }
+
+  private mutating func clearReservations(of op: Int, markingDirty: Bool = true) {
+    guard let position = reservers.firstIndex(of: op) else { return }
+    reservers.remove(at: position)
+    for lock in ops[op]!.locks where reservedBy[lock] == op {
+      reservedBy[lock] = nil
+      if markingDirty { dirty.insert(lock) }
+    }
+  }
+
+  /// `op` stops competing for its locks for now (held, or given a dependency).
+  private mutating func stopWaitingForLocks(_ op: Int) {
+    ops[op]!.parked = false
+    clearReservations(of: op)
+  }
+
+  /// Ended ops with locks let go of them, of their place among the waiters, and of their
+  /// reservations.
+  private mutating func endLocks() {
+    for op in sortedOpIndices where ops[op]!.state.isTerminal && !ops[op]!.locks.isEmpty {
+      releaseLocks(of: op)
+      ops[op]!.parked = false
+      clearReservations(of: op)
+    }
+  }
+
+  /// Released locks scanned, then greedy rounds across the queues with keys, until nothing more
+  /// may start.
+  private mutating func arbitrate() {
+    var scanning = dirty.sorted()
+    dirty = []
+    while true {
+      var again: [ModelLock] = []
+      for lock in scanning where scan(lock) { again.append(lock) }
+      startGreedily()
+      scanning = again.filter { holder[$0] == nil }
+      if scanning.isEmpty { break }
+    }
+    dirty = []
+  }
+
+  private mutating func scan(_ lock: ModelLock) -> Bool {
+    guard holder[lock] == nil else { return false }
+    if let reserver = reservedBy[lock] {
+      guard ops[reserver]!.parked, !isBlocked(reserver) else { return false }
+      ops[reserver]!.parked = false
+      return true
+    }
+    var putBack = false
+    for waiter in waiters(of: lock) where !isBlocked(waiter) {
+      ops[waiter]!.parked = false
+      putBack = true
+      if hasRoom(ops[waiter]!.queue) { break }
+    }
+    return putBack
+  }
+
+  private mutating func startGreedily() {
+    while true {
+      var best: Int?
+      for queue in queues.indices where queues[queue].hasKeys && hasRoom(queue) {
+        let candidates = sortedOpIndices.filter { op in
+          let model = ops[op]!
+          return model.queue == queue
+            && (isReady(model) || (model.pausedInBody && model.inReady && !model.threw))
+        }.sorted(by: ranksBefore)
+        for candidate in candidates {
+          if isBlocked(candidate) {
+            ops[candidate]!.parked = true
+            parks += 1
+            continue
+          }
+          if best == nil || ranksBefore(candidate, best!) { best = candidate }
+          break
+        }
+      }
+      guard let best else { return }
+      if passOver(best) {
+        ops[best]!.parked = true
+        continue
+      }
+      start(best)
+    }
+  }
+
+  private mutating func passOver(_ op: Int) -> Bool {
+    guard !ops[op]!.locks.isEmpty, !ops[op]!.holdsLocks else { return false }
+    var reserved = false
+    for lock in ops[op]!.locks {
+      guard let waiter = waiters(of: lock).first, ranksBefore(waiter, op) else { continue }
+      ops[waiter]!.passedOver += 1
+      if ops[waiter]!.passedOver >= agingLimit, !reservers.contains(waiter) {
+        reservers.append(waiter)
+        reservations += 1
+        for other in ops[waiter]!.locks where reservedBy[other] == nil {
+          reservedBy[other] = waiter
+          if ops[op]!.locks.contains(other) { reserved = true }
+        }
+      }
+    }
+    return reserved
   }
 
   private func canMove(_ op: Op) -> Bool {
@@ -1091,6 +1325,7 @@ struct ReferenceModel: Sendable {
   /// `op`'s attempt threw and it runs again: slot-free re-entry, with its submission order.
   private mutating func reschedule(_ op: Int, backoff: Int) {
     journal.append(.rescheduled(op: op, step: step))
+    releaseLocks(of: op)
     ops[op]!.state = .waiting
     ops[op]!.holdsSlot = false
     ops[op]!.excessPaused = false

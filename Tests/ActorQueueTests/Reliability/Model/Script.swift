@@ -120,9 +120,15 @@ enum Step: Codable, Sendable, Hashable, CustomStringConvertible {
   /// jitter: .none))] + the time traits) { body }`: its body throws ``ScriptError`` on its first
   /// `failures` attempts, then does what `body` says.
   case addRetrying(op: Int, queue: Int, priority: Int, retry: RetrySpec, body: BodySpec)
+  /// `queue.addOperation(priority:, traits: [.exclusive(keys..., in: shared ? domain : nil)]) { body }`:
+  /// keys numbered 0 to 2, in the script's one shared domain or the queue's own.
+  case addExclusive(op: Int, queue: Int, priority: Int, keys: [Int], shared: Bool, body: BodySpec)
 
   var description: String {
     switch self {
+    case .addExclusive(let op, let queue, let priority, let keys, let shared, let body):
+      "op\(op) = q\(queue).addOperation(priority: \(priority.priorityName), traits: [.exclusive("
+        + keys.map { "k\($0)" }.joined(separator: ", ") + (shared ? ", in: shared" : "") + ")]) { \(body) }"
     case .add(let op, let queue, let priority, let body):
       "op\(op) = q\(queue).addOperation(priority: \(priority.priorityName)) { \(body) }"
     case .addAfter(let op, let queue, let priority, let inputs, let body):
@@ -174,6 +180,16 @@ struct Dependency: Codable, Sendable, Hashable, CustomStringConvertible {
   var description: String {
     "op\(dependent).addDependency(op\(dependency)\(mustSucceed ? ", requiring: .success" : ""))"
   }
+}
+
+/// The keys of `addExclusive` steps: interned in this order (nothing else uses these names), so
+/// the scheduler orders them as the model does.
+let scriptKeys = (0..<3).map { ExclusivityKey("random-script-key-\($0)") }
+
+/// The traits of an `addExclusive` step: its keys in the script's shared domain or the queue's own.
+func exclusiveTraits(keys: [Int], shared: Bool, domain: ExclusivityDomain) -> [OperationTrait] {
+  let keys = keys.map { scriptKeys[$0] }
+  return shared ? [.exclusive(keys, in: domain)] : [.exclusive(keys)]
 }
 
 /// The traits of an `addTimed` step (seconds on the script's clock).

@@ -17,6 +17,8 @@ struct ScriptGenerator: Sendable {
     var released: Set<Int> = []
     var nextOp = 0
     let count = minSteps + random.below(maxSteps - minSteps + 1)
+    // One script in three adds most of its plain ops with keys instead, so keys contend.
+    let keyHeavy = random.chance(33)
 
     func body(_ random: inout SplitMix64, queues: Int) -> BodySpec {
       let checkpoints = random.chance(60) ? 1 + random.below(2) : 0
@@ -38,7 +40,8 @@ struct ScriptGenerator: Sendable {
     }
 
     while steps.count < count {
-      let roll = random.below(158)
+      var roll = random.below(172)
+      if keyHeavy, roll < 18 { roll = 158 }
       switch roll {
       case 0..<18:
         let queue = liveQueue(&random)
@@ -177,6 +180,19 @@ struct ScriptGenerator: Sendable {
             body: body(&random, queues: queueCount)))
         ops.append((nextOp, queue, false))
         if random.chance(40) { steps.append(.open(op: nextOp)) }
+        nextOp += 1
+      case 158..<172:
+        // Keys: one or two of three (now and then none, or one twice), in the script's shared
+        // domain (across queues) or the queue's own.
+        let queue = liveQueue(&random)
+        let count = random.chance(6) ? 0 : 1 + random.below(2)
+        var keys = (0..<count).map { _ in random.below(3) }
+        if random.chance(5), let first = keys.first { keys.append(first) }
+        steps.append(
+          .addExclusive(
+            op: nextOp, queue: queue, priority: random.below(5), keys: keys, shared: random.chance(60),
+            body: body(&random, queues: queueCount)))
+        ops.append((nextOp, queue, false))
         nextOp += 1
       default:
         steps.append(.advance(seconds: 1 + random.below(2)))

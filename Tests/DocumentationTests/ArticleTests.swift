@@ -319,6 +319,32 @@ struct ArticleTests {
     try expectOutput(transcript, "docc-events")
   }
 
+  @Test("Mutual exclusion by key")
+  func mutualExclusion() async throws {
+    let transcript = Transcript()
+    @Sendable func print(_ items: Any...) { transcript.print(items) }
+
+    // snippet: docc-exclusive
+    let network = ActorQueue(name: "network", maxConcurrentOperationCount: 4)
+    let maintenance = ActorQueue(name: "maintenance")
+    let storage = ExclusivityDomain(name: "storage")  // keys shared by both queues
+
+    let sync = network.addOperation(name: "sync", traits: [.exclusive("database", in: storage)]) {
+      try await Task.sleep(for: .milliseconds(20))
+    }
+    let vacuum = maintenance.addOperation(name: "vacuum", traits: [.exclusive("database", in: storage)]) {
+      print("vacuum starts after sync:", sync.isFinished)
+    }
+    let thumbnail = maintenance.addOperation(name: "thumbnail") {}  // no key: runs at once
+
+    for report in maintenance.waitReport() { print(report) }  // what vacuum waits for, and who holds it
+    try await vacuum.value
+    _ = await thumbnail.result
+    // end snippet
+
+    try expectOutput(transcript, "docc-exclusive")
+  }
+
   @Test("Observing state: why is an operation not running?")
   func waitReport() async throws {
     let transcript = Transcript()

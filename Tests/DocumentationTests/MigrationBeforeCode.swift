@@ -397,3 +397,23 @@ struct RetryLoopBefore: Sendable {
   }
   // end snippet
 }
+
+/// A database migration, one of the "before" operations of the exclusivity example.
+final class MigrationOperation: Operation, @unchecked Sendable {}
+
+// snippet: exclusivity-before
+/// PSOperations' idea, by hand: each operation of a category depends on the previous one.
+final class CategoryChain: @unchecked Sendable {
+  private let lock = NSLock()
+  private var last: [String: Operation] = [:]
+
+  func add(_ operation: Operation, category: String, to queue: OperationQueue) {
+    lock.lock()
+    // Chained at enqueue: if an earlier one of the category must wait for this one, nothing runs.
+    if let previous = last[category], !previous.isFinished { operation.addDependency(previous) }
+    last[category] = operation
+    lock.unlock()
+    queue.addOperation(operation)
+  }
+}
+// end snippet

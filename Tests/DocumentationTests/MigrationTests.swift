@@ -436,6 +436,31 @@ struct MigrationTests {
     try expectOutput(transcript, "retry-after")
   }
 
+  @Test("One at a time per key: exclusivity")
+  func exclusivity() async throws {
+    let transcript = Transcript()
+    @Sendable func print(_ items: Any...) { transcript.print(items) }
+    @Sendable func migrate(_ step: String) async throws { try await Task.sleep(for: .milliseconds(5)) }
+    let network = ActorQueue(name: "network", maxConcurrentOperationCount: 4)
+    let maintenance = ActorQueue(name: "maintenance")
+
+    // snippet: exclusivity-after
+    let database = ExclusivityDomain(name: "database")  // shared by every queue that names it
+    let schema = maintenance.addOperation(name: "schema", traits: [.exclusive("migration", in: database)]) {
+      try await migrate("schema")
+    }
+    let backfill = network.addOperation(name: "backfill", traits: [.exclusive("migration", in: database)]) {
+      try await migrate("backfill")  // runs only once schema has ended
+    }
+    print(network.waitReport().map(\.description))
+    try await schema.value
+    try await backfill.value
+    print(schema.isFinished, backfill.isFinished)
+    // end snippet
+
+    try expectOutput(transcript, "exclusivity-after")
+  }
+
   @Test("Running on a queue of yours: underlyingQueue")
   func underlyingQueue() async throws {
     /// Counts its runs (the block's `dispatchPrecondition` checks where they run).

@@ -19,6 +19,7 @@ enum ScenarioName: String, CaseIterable, Sendable {
   case scaling
   case timers
   case retry
+  case exclusive
 
   var summary: String {
     switch self {
@@ -43,6 +44,8 @@ enum ScenarioName: String, CaseIterable, Sendable {
     case .scaling: "chain and independent at N = 1k…256k: per-op cost against N (also: --scaling)"
     case .timers: "lateness of a deadline on the system clock (p50, p99) against a bare Task.sleep"
     case .retry: "100,000 ops at limit 4 failing once, retried at once, against the same ops succeeding"
+    case .exclusive:
+      "100,000 ops with a key each at limit 4 against no keys; all on one key, unlimited, against a serial queue"
     }
   }
 }

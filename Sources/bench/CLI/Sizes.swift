@@ -18,6 +18,7 @@ struct Sizes: Sendable {
   var adapter = 10_000
   var memory = 100_000
   var retry = 100_000
+  var exclusive = 100_000
   var transfers = 120
   /// Transfers in the pause scenario (the size, also with --quick: a run takes ~0.1 s).
   var pauseTransfers = 1_000
@@ -48,6 +49,7 @@ struct Sizes: Sendable {
     adapter = 2_000
     memory = 50_000
     retry = 20_000
+    exclusive = 20_000
     transfers = 60
     scaling = [1_000, 4_000, 16_000]
     scalingBoundSeconds = 1.5

@@ -24,6 +24,10 @@ enum CountedWorkload: String, CaseIterable, Sendable {
   case retryTraitMax4 = "retry-trait-max4"
   /// `retry-max4`'s operations succeeding at once, without the trait.
   case throwingMax4 = "throwing-max4"
+  /// Trivial ops at limit 4, each holding a key of its own (the bench's `exclusive` row).
+  case exclusiveDistinctMax4 = "exclusive-distinct-max4"
+  /// Trivial ops all holding one key on an unlimited queue.
+  case exclusiveOneKey = "exclusive-one-key"
 
   /// Runs the workload `n` times.
   func run(_ n: Int) {
@@ -38,6 +42,12 @@ enum CountedWorkload: String, CaseIterable, Sendable {
       _ = Retry.actorQueue(n: n, failures: 0)
     case .throwingMax4:
       _ = Retry.actorQueue(n: n, failures: 0, trait: false)
+    case .exclusiveDistinctMax4:
+      let traits = (0..<n).map { [OperationTrait.exclusive(ExclusivityKey("count-key-\($0)"))] }
+      _ = Exclusive.actorQueue(n: n, limit: 4, traits: traits)
+    case .exclusiveOneKey:
+      _ = Exclusive.actorQueue(
+        n: n, limit: ActorQueue.defaultMaxConcurrentOperationCount, traits: [[.exclusive("count-one-key")]])
     case .idleStart, .idleBaseline:
       let queue = ActorQueue(name: "idle", maxConcurrentOperationCount: 4)
       let ran = DispatchSemaphore(value: 0)

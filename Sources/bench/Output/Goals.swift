@@ -130,6 +130,14 @@ func checkGoals(_ rows: inout [Row], sizes: Sizes) -> [GoalMeasurement] {
   ratioGoal(
     "retry", Retry.variant, versus: .taskPerOp, atLeast: 1 / 2.2,
     what: "ops failing once, retried at once (≤ 2.2x succeeding)")
+  // Issue 30: ops each holding a key of their own cost at most 1.2x the same ops without keys
+  // (limit 4); ops all on one key, unlimited, at most 1.3x the same ops on a serial queue.
+  ratioGoal(
+    "exclusive", Exclusive.distinctVariant, versus: .taskPerOp, atLeast: 1 / 1.2,
+    what: "distinct keys, max 4 (≤ 1.2x no keys)")
+  ratioGoal(
+    "exclusive", Exclusive.oneKeyVariant, versus: .taskPerOp, atLeast: 1 / 1.3,
+    what: "one key, unlimited (≤ 1.3x a serial queue)")
   // Issue 11 (was 2x in issue 4): the adapter costs at most 1.5x OperationQueue per op: OQ's
   // time / its own ≥ 1/1.5.
   ratioGoal(

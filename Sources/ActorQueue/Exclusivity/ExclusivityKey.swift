@@ -41,13 +41,21 @@ public struct ExclusivityKey: Sendable, Hashable, Comparable, CustomStringConver
   /// Its name, in quotes: `"migration"`.
   public var description: String { "\"\(name)\"" }
 
-  private static let names = Mutex<[String: UInt64]>([:])
+  /// The key interned as `id` (the scheduler's wait report, under its lock: the names' lock is a
+  /// leaf, never held while taking the scheduler's).
+  init(interned id: UInt64) {
+    self.id = id
+    name = Self.names.withLock { $0.byID[Int(id) - 1] }
+  }
+
+  private static let names = Mutex<(byName: [String: UInt64], byID: [String])>(([:], []))
 
   private static func intern(_ name: String) -> UInt64 {
     names.withLock { names in
-      if let id = names[name] { return id }
-      let id = UInt64(names.count + 1)
-      names[name] = id
+      if let id = names.byName[name] { return id }
+      names.byID.append(name)
+      let id = UInt64(names.byID.count)
+      names.byName[name] = id
       return id
     }
   }

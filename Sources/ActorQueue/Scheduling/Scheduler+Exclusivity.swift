@@ -35,25 +35,54 @@ struct LockID: Hashable, Comparable, Sendable {
   }
 }
 
-/// A lock's holder, reserver and parked waiters.
+/// A lock in use (by ``Scheduler/lockStates`` slot): its holder, reserver and parked waiters.
 struct LockState: Sendable {
+  var id: LockID
+  /// Operations with this lock among their keys (their states refer to this slot).
+  var users = 0
   var holder = -1
   var reservedBy = -1
   var waiters = ReadyQueue<Int>()
-
-  var isUnused: Bool { holder < 0 && reservedBy < 0 && waiters.isEmpty }
+  /// In ``Scheduler/dirtyLocks``.
+  var isDirty = false
 }
 
-/// What an operation with keys keeps (``Scheduler/exclusiveStates``).
+/// A short list kept inline when it has one element (an operation's lock slots and their
+/// stamps): most operations take one key, and then their state allocates nothing.
+struct InlineList<Element: Sendable & Equatable>: Sendable {
+  var first: Element
+  var rest: [Element] = []
+
+  var count: Int { 1 + rest.count }
+
+  subscript(position: Int) -> Element {
+    get { position == 0 ? first : rest[position - 1] }
+    set {
+      if position == 0 { first = newValue } else { rest[position - 1] = newValue }
+    }
+  }
+
+  func firstIndex(of element: Element) -> Int? {
+    if first == element { return 0 }
+    return rest.firstIndex(of: element).map { $0 + 1 }
+  }
+
+  func contains(_ element: Element) -> Bool { first == element || rest.contains(element) }
+
+  /// The elements, for the rare paths and tests.
+  var array: [Element] { [first] + rest }
+}
+
+/// What an operation with keys keeps (``Scheduler/exclusiveStates``, by record).
 struct ExclusiveState: Sendable {
-  /// Its locks, sorted, without repeats; `keys` names each (the same order).
-  var locks: [LockID]
-  var keys: [ExclusivityKey]
+  /// Its locks' slots, in the order of their `LockID`s, without repeats.
+  var slots: InlineList<Int>
   /// It started and holds them.
   var holds = false
-  /// While parked: its stamp in each lock's waiters (`locks`' order; `noStamp` once taken out
-  /// of one), and the priority they were inserted with.
-  var parkedStamps: [ReadyStamp]?
+  /// Parked: its stamp in each lock's waiters (`slots`' order; `noStamp` once taken out of one),
+  /// and the priority they were inserted with.
+  var isParked = false
+  var stamps = InlineList<ReadyStamp>(first: ExclusiveState.noStamp)
   var parkedPriority = OperationPriority.normal
   /// Times a start took one of its keys while it waited with a better rank.
   var passedOver = 0
@@ -70,32 +99,32 @@ extension Scheduler {
   /// `index`, being added to `queue`, takes keys: its locks are resolved against the queue's own
   /// domain, and the queue decides its starts by arbitration from now on.
   mutating func beginExclusive(_ index: Int, _ requests: [ExclusiveRequest], on queue: Int) {
-    var pairs: [(lock: LockID, key: ExclusivityKey)] = []
+    if requests.count == 1, requests[0].keys.count == 1 {
+      // One key, the common case: no list to sort.
+      let id = LockID(domain: domain(of: requests[0], for: index, on: queue), key: requests[0].keys[0].id)
+      beginExclusive(index, slots: InlineList(first: lockSlot(for: id)), on: queue)
+      return
+    }
+    var ids: [LockID] = []
+    if requests.count == 1 { ids.reserveCapacity(requests[0].keys.count) }
     for request in requests {
-      let domain: UInt64
-      if let given = request.domain {
-        if let owner = given.ownerQueue, owner != queues[queue].generation {
-          let name = queues[queue].name.map { " \"\($0)\"" } ?? ""
-          fatalError(
-            "ActorQueue: \(operations[index].name ?? "\(operations[index].id)") on queue\(name) names keys in "
-              + "\(given), which only that queue's operations may use; to exclude across queues, "
-              + "make an ExclusivityDomain() and name it in both")
-        }
-        domain = given.id
-      } else {
-        domain = ExclusivityDomain.queueDomainBit | queues[queue].generation
-      }
-      for key in request.keys { pairs.append((LockID(domain: domain, key: key.id), key)) }
+      let domain = domain(of: request, for: index, on: queue)
+      for key in request.keys { ids.append(LockID(domain: domain, key: key.id)) }
     }
-    pairs.sort { $0.lock < $1.lock }
-    var locks: [LockID] = []
-    var keys: [ExclusivityKey] = []
-    for pair in pairs where locks.last != pair.lock {
-      locks.append(pair.lock)
-      keys.append(pair.key)
+    guard !ids.isEmpty else { return }
+    if ids.count > 1 { ids.sort() }
+    var slots = InlineList(first: lockSlot(for: ids[0]))
+    for position in ids.indices.dropFirst() where ids[position] != ids[position - 1] {
+      slots.rest.append(lockSlot(for: ids[position]))
     }
-    guard !locks.isEmpty else { return }
-    exclusiveStates[index] = ExclusiveState(locks: locks, keys: keys)
+    beginExclusive(index, slots: slots, on: queue)
+  }
+
+  private mutating func beginExclusive(_ index: Int, slots: InlineList<Int>, on queue: Int) {
+    if exclusiveStates.count <= index {
+      exclusiveStates.append(contentsOf: repeatElement(nil, count: index + 1 - exclusiveStates.count))
+    }
+    exclusiveStates[index] = ExclusiveState(slots: slots)
     operations[index].timeMarks.insert(.exclusive)
     if !queues[queue].hasExclusiveOperations {
       queues[queue].hasExclusiveOperations = true
@@ -103,34 +132,77 @@ extension Scheduler {
     }
   }
 
+  /// The domain of `request`'s keys for `index` on `queue`: the one it names (refused with a
+  /// message if it is another queue's own), else the queue's own.
+  private func domain(of request: ExclusiveRequest, for index: Int, on queue: Int) -> UInt64 {
+    guard let given = request.domain else {
+      return ExclusivityDomain.queueDomainBit | queues[queue].generation
+    }
+    if let owner = given.ownerQueue, owner != queues[queue].generation {
+      let name = queues[queue].name.map { " \"\($0)\"" } ?? ""
+      fatalError(
+        "ActorQueue: \(operations[index].name ?? "\(operations[index].id)") on queue\(name) names keys in "
+          + "\(given), which only that queue's operations may use; to exclude across queues, "
+          + "make an ExclusivityDomain() and name it in both")
+    }
+    return given.id
+  }
+
+  /// The slot of lock `id`, counting one more user (made when none uses it).
+  private mutating func lockSlot(for id: LockID) -> Int {
+    if let slot = lockSlots[id] {
+      lockStates[slot].users += 1
+      return slot
+    }
+    let slot: Int
+    if let free = freeLockSlots.popLast() {
+      slot = free
+      lockStates[slot] = LockState(id: id)
+    } else {
+      slot = lockStates.count
+      lockStates.append(LockState(id: id))
+    }
+    lockStates[slot].users = 1
+    lockSlots[id] = slot
+    return slot
+  }
+
   // MARK: Reading
 
   /// Whether `index` may not take its keys now: one is held by another, or reserved by another.
   func isBlocked(_ index: Int) -> Bool {
-    guard let state = exclusiveStates[index], !state.holds else { return false }
-    for lock in state.locks {
-      guard let current = locks[lock] else { continue }
-      if current.holder >= 0 && current.holder != index { return true }
-      if current.reservedBy >= 0 && current.reservedBy != index { return true }
+    guard exclusiveStates[index]!.holds == false else { return false }
+    let slots = exclusiveStates[index]!.slots
+    for position in 0..<slots.count {
+      let slot = slots[position]
+      let holder = lockStates[slot].holder
+      if holder >= 0 && holder != index { return true }
+      let reserver = lockStates[slot].reservedBy
+      if reserver >= 0 && reserver != index { return true }
     }
     return false
   }
 
   /// Whether `index` waits parked for keys.
   func isParked(_ index: Int) -> Bool {
-    operations[index].timeMarks.contains(.exclusive) && exclusiveStates[index]?.parkedStamps != nil
+    operations[index].timeMarks.contains(.exclusive) && exclusiveStates[index]!.isParked
+  }
+
+  /// The state of `index`, if it has keys (for tests).
+  func exclusiveState(of index: Int) -> ExclusiveState? {
+    operations[index].timeMarks.contains(.exclusive) ? exclusiveStates[index] : nil
   }
 
   /// What blocks parked `index`: each key held or reserved by another, with that operation.
   func blockingKeys(of index: Int) -> [(key: ExclusivityKey, by: OperationID)] {
-    guard let state = exclusiveStates[index] else { return [] }
+    guard let state = exclusiveState(of: index) else { return [] }
     var blocking: [(key: ExclusivityKey, by: OperationID)] = []
-    for (position, lock) in state.locks.enumerated() {
-      guard let current = locks[lock] else { continue }
-      if current.holder >= 0 && current.holder != index {
-        blocking.append((state.keys[position], operations[current.holder].id))
-      } else if current.reservedBy >= 0 && current.reservedBy != index {
-        blocking.append((state.keys[position], operations[current.reservedBy].id))
+    for slot in state.slots.array {
+      let lock = lockStates[slot]
+      if lock.holder >= 0 && lock.holder != index {
+        blocking.append((ExclusivityKey(interned: lock.id.key), operations[lock.holder].id))
+      } else if lock.reservedBy >= 0 && lock.reservedBy != index {
+        blocking.append((ExclusivityKey(interned: lock.id.key), operations[lock.reservedBy].id))
       }
     }
     return blocking
@@ -154,27 +226,29 @@ extension Scheduler {
   private mutating func insertWaiter(_ index: Int) {
     let priority = operations[index].priority
     let order = operations[index].order
-    var stamps: [ReadyStamp] = []
-    for lock in exclusiveStates[index]!.locks {
-      stamps.append(locks[lock, default: LockState()].waiters.insert(index, order: order, priority: priority))
+    let slots = exclusiveStates[index]!.slots
+    var stamps = InlineList(
+      first: lockStates[slots.first].waiters.insert(index, order: order, priority: priority))
+    for slot in slots.rest {
+      stamps.rest.append(lockStates[slot].waiters.insert(index, order: order, priority: priority))
     }
-    exclusiveStates[index]!.parkedStamps = stamps
+    exclusiveStates[index]!.stamps = stamps
+    exclusiveStates[index]!.isParked = true
     exclusiveStates[index]!.parkedPriority = priority
   }
 
   /// Takes parked `index` out of its locks' waiters (it stays `.pending`).
   mutating func unpark(_ index: Int) {
-    guard let stamps = exclusiveStates[index]?.parkedStamps else { return }
+    guard exclusiveStates[index]!.isParked else { return }
+    exclusiveStates[index]!.isParked = false
     let priority = exclusiveStates[index]!.parkedPriority
-    for (lock, stamp) in zip(exclusiveStates[index]!.locks, stamps) where stamp != ExclusiveState.noStamp {
-      locks[lock]!.waiters.remove(stamp: stamp, priority: priority)
-      dropIfUnused(lock)
+    let slots = exclusiveStates[index]!.slots
+    for position in 0..<slots.count {
+      let stamp = exclusiveStates[index]!.stamps[position]
+      if stamp != ExclusiveState.noStamp {
+        lockStates[slots[position]].waiters.remove(stamp: stamp, priority: priority)
+      }
     }
-    exclusiveStates[index]!.parkedStamps = nil
-  }
-
-  private mutating func dropIfUnused(_ lock: LockID) {
-    if locks[lock]?.isUnused == true { locks[lock] = nil }
   }
 
   // MARK: Events of an operation with keys
@@ -209,38 +283,50 @@ extension Scheduler {
   }
 
   private mutating func clearReservations(of index: Int) {
-    guard let position = reservers.firstIndex(of: index) else { return }
+    guard !reservers.isEmpty, let position = reservers.firstIndex(of: index) else { return }
     reservers.remove(at: position)
-    for lock in exclusiveStates[index]!.locks where locks[lock]?.reservedBy == index {
-      locks[lock]!.reservedBy = -1
-      markDirty(lock)
-      dropIfUnused(lock)
+    for slot in exclusiveStates[index]!.slots.array where lockStates[slot].reservedBy == index {
+      lockStates[slot].reservedBy = -1
+      markDirty(slot)
     }
   }
 
   /// `index` releases its keys (it ended, or goes back to waiting for a retry).
   mutating func releaseLocks(of index: Int) {
-    guard exclusiveStates[index]?.holds == true else { return }
+    guard exclusiveStates[index]!.holds else { return }
     exclusiveStates[index]!.holds = false
-    for lock in exclusiveStates[index]!.locks {
-      locks[lock]!.holder = -1
-      markDirty(lock)
-      dropIfUnused(lock)
+    let slots = exclusiveStates[index]!.slots
+    for position in 0..<slots.count {
+      lockStates[slots[position]].holder = -1
+      markDirty(slots[position])
     }
   }
 
-  /// `index` ended: its keys, its place among the waiters and its reservations go.
+  /// `index` ended: its keys, its place among the waiters and its reservations go; a lock nobody
+  /// uses any more is freed.
   mutating func endExclusive(_ index: Int) {
     releaseLocks(of: index)
     unpark(index)
     clearReservations(of: index)
+    let slots = exclusiveStates[index]!.slots
+    for position in 0..<slots.count {
+      let slot = slots[position]
+      lockStates[slot].users -= 1
+      guard lockStates[slot].users == 0 else { continue }
+      lockSlots[lockStates[slot].id] = nil
+      if lockStates[slot].isDirty { dirtyLocks.removeFirst(slot) }
+      lockStates[slot] = LockState(id: LockID(domain: 0, key: 0))
+      freeLockSlots.append(slot)
+    }
     exclusiveStates[index] = nil
     operations[index].timeMarks.remove(.exclusive)
   }
 
-  private mutating func markDirty(_ lock: LockID) {
-    if !dirtyLocks.contains(lock) { dirtyLocks.append(lock) }
+  private mutating func markDirty(_ slot: Int) {
     needsArbitration = true
+    guard !lockStates[slot].isDirty else { return }
+    lockStates[slot].isDirty = true
+    dirtyLocks.append(slot)
   }
 
   // MARK: Deciding starts
@@ -259,36 +345,49 @@ extension Scheduler {
     }
     needsArbitration = false
     var takerAction: WorkerAction?
-    var scanning = dirtyLocks.sorted()
-    dirtyLocks.removeAll()
-    while true {
-      var again: [LockID] = []
-      for lock in scanning where scan(lock, &effects) { again.append(lock) }
+    if dirtyLocks.isEmpty {
       startGreedily(taker: taker, takerQueue: takerQueue, takerAction: &takerAction, &effects)
-      scanning = again.filter { locks[$0] != nil && locks[$0]!.holder < 0 }
+      return takerAction
+    }
+    var scanning: [Int] = []
+    swap(&scanning, &dirtyLocks)
+    for slot in scanning { lockStates[slot].isDirty = false }
+    if scanning.count > 1 { scanning.sort { lockStates[$0].id < lockStates[$1].id } }
+    while true {
+      // Locks scanned that put a waiter back, and are still free after the rounds: again.
+      var kept = 0
+      for position in scanning.indices where scan(scanning[position], &effects) {
+        scanning[kept] = scanning[position]
+        kept += 1
+      }
+      scanning.removeLast(scanning.count - kept)
+      startGreedily(taker: taker, takerQueue: takerQueue, takerAction: &takerAction, &effects)
+      scanning.removeAll { lockStates[$0].holder >= 0 }
       if scanning.isEmpty { break }
     }
     // Starts dirty only the locks their starters now hold (their own reservations cleared).
-    dirtyLocks.removeAll()
+    for slot in dirtyLocks { lockStates[slot].isDirty = false }
+    scanning.removeAll(keepingCapacity: true)
+    swap(&scanning, &dirtyLocks)
     needsArbitration = false
     return takerAction
   }
 
-  /// Scans free `lock`'s waiters (see the top of this file); returns whether it put one back.
-  private mutating func scan(_ lock: LockID, _ effects: inout Effects) -> Bool {
-    guard let state = locks[lock], state.holder < 0 else { return false }
-    if state.reservedBy >= 0 {
-      let reserver = state.reservedBy
+  /// Scans free lock `slot`'s waiters (see the top of this file); returns whether it put one back.
+  private mutating func scan(_ slot: Int, _ effects: inout Effects) -> Bool {
+    guard lockStates[slot].holder < 0 else { return false }
+    let reserver = lockStates[slot].reservedBy
+    if reserver >= 0 {
       guard isParked(reserver), !isBlocked(reserver) else { return false }
       unpark(reserver)
       makeReady(reserver, &effects)
       return true
     }
-    var skipped: [Int] = []
+    var skipped: [Int] = []  // allocates only when a waiter is blocked by another key
     var putBack = false
-    while let waiter = locks[lock]!.waiters.popFirst() {
-      let position = exclusiveStates[waiter]!.locks.firstIndex(of: lock)!
-      exclusiveStates[waiter]!.parkedStamps![position] = ExclusiveState.noStamp
+    while let waiter = lockStates[slot].waiters.popFirst() {
+      let position = exclusiveStates[waiter]!.slots.firstIndex(of: slot)!
+      exclusiveStates[waiter]!.stamps[position] = ExclusiveState.noStamp
       if isBlocked(waiter) {
         skipped.append(waiter)
         continue
@@ -299,11 +398,10 @@ extension Scheduler {
       if queues[operations[waiter].queue].machine.hasRoom { break }
     }
     for waiter in skipped {
-      let position = exclusiveStates[waiter]!.locks.firstIndex(of: lock)!
-      exclusiveStates[waiter]!.parkedStamps![position] = locks[lock]!.waiters.insert(
+      let position = exclusiveStates[waiter]!.slots.firstIndex(of: slot)!
+      exclusiveStates[waiter]!.stamps[position] = lockStates[slot].waiters.insert(
         waiter, order: operations[waiter].order, priority: exclusiveStates[waiter]!.parkedPriority)
     }
-    dropIfUnused(lock)
     return putBack
   }
 
@@ -323,7 +421,7 @@ extension Scheduler {
         }
       }
       guard best >= 0 else { return }
-      if passOver(best) {
+      if operations[best].timeMarks.contains(.exclusive), passOver(best) {
         park(best, &effects)
         continue
       }
@@ -340,23 +438,22 @@ extension Scheduler {
     return nil
   }
 
-  /// `index` is about to take its keys: each key's best parked waiter that ranks before it is
-  /// passed over, and reserves its keys the `agingLimit`th time. Returns whether a reservation
-  /// now blocks `index`.
+  /// `index` (with keys) is about to take them: each key's best parked waiter that ranks before
+  /// it is passed over, and reserves its keys the `agingLimit`th time. Returns whether a
+  /// reservation now blocks `index`.
   private mutating func passOver(_ index: Int) -> Bool {
-    guard let state = exclusiveStates[index], !state.holds else { return false }
+    guard !exclusiveStates[index]!.holds else { return false }
     var reserved = false
-    for lock in state.locks {
-      guard locks[lock] != nil, let waiter = locks[lock]!.waiters.peekFirst(), ranksBefore(waiter, index)
-      else {
-        continue
-      }
+    let slots = exclusiveStates[index]!.slots
+    for position in 0..<slots.count {
+      let slot = slots[position]
+      guard let waiter = lockStates[slot].waiters.peekFirst(), ranksBefore(waiter, index) else { continue }
       exclusiveStates[waiter]!.passedOver += 1
       if exclusiveStates[waiter]!.passedOver >= agingLimit, !reservers.contains(waiter) {
         reservers.append(waiter)
-        for other in exclusiveStates[waiter]!.locks where locks[other, default: LockState()].reservedBy < 0 {
-          locks[other, default: LockState()].reservedBy = waiter
-          if state.locks.contains(other) { reserved = true }
+        for other in exclusiveStates[waiter]!.slots.array where lockStates[other].reservedBy < 0 {
+          lockStates[other].reservedBy = waiter
+          if slots.contains(other) { reserved = true }
         }
       }
     }
@@ -373,7 +470,8 @@ extension Scheduler {
       clearReservations(of: index)
       exclusiveStates[index]!.holds = true
       exclusiveStates[index]!.passedOver = 0
-      for lock in exclusiveStates[index]!.locks { locks[lock, default: LockState()].holder = index }
+      let slots = exclusiveStates[index]!.slots
+      for position in 0..<slots.count { lockStates[slots[position]].holder = index }
     }
     if operations[index].phase.isPausedInBody {
       grantSlot(toPaused: index, &effects)

@@ -148,12 +148,15 @@ struct Scheduler: Sendable {
   // Exclusivity (see `Scheduler+Exclusivity.swift`).
   /// The state of operations with keys, by record; the locks in use; the queues whose starts
   /// arbitration decides; the operations reserving keys (aging).
-  var exclusiveStates: [Int: ExclusiveState] = [:]
-  var locks: [LockID: LockState] = [:]
+  var exclusiveStates: [ExclusiveState?] = []
+  /// Locks in use, by slot; the slot of each; the free slots.
+  var lockStates: [LockState] = []
+  var lockSlots: [LockID: Int] = [:]
+  var freeLockSlots: [Int] = []
   var exclusiveQueues: [Int] = []
   var reservers: [Int] = []
-  /// Locks released or unreserved since arbitration last ran, and whether it must run.
-  var dirtyLocks: [LockID] = []
+  /// Locks (slots) released or unreserved since arbitration last ran, and whether it must run.
+  var dirtyLocks: [Int] = []
   var needsArbitration = false
   /// Passes over after which a waiter reserves its keys (a test's value may lower it).
   var agingLimit = Scheduler.defaultAgingLimit

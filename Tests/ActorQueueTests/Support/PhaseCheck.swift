@@ -40,7 +40,7 @@ enum PhaseCheck {
         if scheduler.isParked(index) {
           if settled, !scheduler.isBlocked(index) { problem("parked for keys that are all free") }
           if record.unfinishedDependencies > 0 || record.pauseHeld { problem("parked while not ready") }
-          if scheduler.exclusiveStates[index]?.holds == true { problem("parked holding its keys") }
+          if scheduler.exclusiveState(of: index)?.holds == true { problem("parked holding its keys") }
         }
         // Waiting out a retry's backoff: no slot, no worker, its body kept for the next attempt.
         if record.timeMarks.contains(.inBackoff), record.body == nil || record.retrySlot < 0 {
@@ -94,37 +94,45 @@ enum PhaseCheck {
   }
 
   /// Exclusivity: at most one holder per key and domain, and it is a live operation that started
-  /// and holds that key; a reserver reserves its own keys; every operation with keys is live.
+  /// and holds that key; a reserver reserves its own keys; every operation with keys is live and
+  /// unfinished; every lock in use is counted by exactly its users.
   private static func lockProblems(in scheduler: Scheduler) -> [String] {
     var problems: [String] = []
-    var holders: [LockID: Int] = [:]
-    for (index, state) in scheduler.exclusiveStates {
+    var holders: [Int: Int] = [:]
+    var users: [Int: Int] = [:]
+    for (index, state) in scheduler.exclusiveStates.enumerated() {
+      guard let state else { continue }
       let record = scheduler.operations[index]
       guard record.isLive, !record.phase.hasEnded, record.timeMarks.contains(.exclusive) else {
         problems.append("record \(index): exclusive state kept while not live and unfinished")
         continue
       }
+      for slot in state.slots.array { users[slot, default: 0] += 1 }
       guard state.holds else { continue }
       switch record.phase {
       case .executing, .paused, .resumed: break
       default: problems.append("record \(index) (\(record.phase)): holds keys without having started")
       }
-      for lock in state.locks {
-        if let other = holders.updateValue(index, forKey: lock) {
-          problems.append("records \(other) and \(index) both hold \(lock)")
+      for slot in state.slots.array {
+        if let other = holders.updateValue(index, forKey: slot) {
+          problems.append("records \(other) and \(index) both hold lock \(slot)")
         }
-        if scheduler.locks[lock]?.holder != index {
+        if scheduler.lockStates[slot].holder != index {
           problems.append(
-            "record \(index) holds \(lock), whose holder is \(scheduler.locks[lock]?.holder ?? -1)")
+            "record \(index) holds lock \(slot), whose holder is \(scheduler.lockStates[slot].holder)")
         }
       }
     }
-    for (lock, state) in scheduler.locks {
-      if state.holder >= 0, holders[lock] != state.holder {
-        problems.append("\(lock) names holder \(state.holder), which does not hold it")
+    for (slot, lock) in scheduler.lockStates.enumerated() where lock.users > 0 {
+      if scheduler.lockSlots[lock.id] != slot { problems.append("lock \(slot) is not where its id says") }
+      if users[slot, default: 0] != lock.users {
+        problems.append("lock \(slot) counts \(lock.users) users, \(users[slot, default: 0]) states name it")
       }
-      if state.reservedBy >= 0, scheduler.exclusiveStates[state.reservedBy]?.locks.contains(lock) != true {
-        problems.append("\(lock) reserved by record \(state.reservedBy), which does not want it")
+      if lock.holder >= 0, holders[slot] != lock.holder {
+        problems.append("lock \(slot) names holder \(lock.holder), which does not hold it")
+      }
+      if lock.reservedBy >= 0, scheduler.exclusiveState(of: lock.reservedBy)?.slots.contains(slot) != true {
+        problems.append("lock \(slot) reserved by record \(lock.reservedBy), which does not want it")
       }
     }
     return problems

@@ -350,3 +350,44 @@ private struct CancellationErrorStandIn: Error {}
 private enum ExclusivityTestLimits {
   static let aging = Scheduler.defaultAgingLimit
 }
+
+/// What a prepared operation's traits hold of the user's is let go of after unlocking.
+@Suite("Traits kept before an operation is added", .timeLimit(.minutes(hangLimitMinutes)))
+struct PreparedTraitsReleaseTests {
+  /// Reads its queue when it goes: under the scheduler's lock, that read would never return.
+  private final class Token: Sendable {
+    let queue: ActorQueue
+    let released: Gate
+    init(queue: ActorQueue, released: Gate) {
+      self.queue = queue
+      self.released = released
+    }
+    deinit {
+      _ = queue.operationCount
+      released.open()
+    }
+  }
+
+  @Test("A retry policy's closure and a domain given to a prepared operation are released outside the lock")
+  func preparedTraitsAreReleasedAfterUnlocking() async throws {
+    let queue = ActorQueue(name: "prepared")
+    let released = Gate()
+    do {
+      let token = Token(queue: queue, released: released)
+      let policy = RetryPolicy.attempts(2, backoff: .constant(.zero), jitter: .none) { _ in
+        _ = token
+        return true
+      }
+      let operation = QueueOperation(
+        name: "prepared", traits: [.retry(policy), .exclusive("k", in: ExclusivityDomain()), .timeout(.seconds(60))]
+      ) { 1 }
+      try queue.addOperation(operation)
+      #expect(try await operation.value == 1)
+    }
+    // Its time state's slot, reused: nothing of the first operation's is released there.
+    let next = QueueOperation(name: "next", traits: [.timeout(.seconds(60))]) { 2 }
+    try queue.addOperation(next)
+    #expect(try await next.value == 2)
+    await released.wait()
+  }
+}

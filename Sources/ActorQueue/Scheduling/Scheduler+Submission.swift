@@ -103,12 +103,18 @@ extension Scheduler {
     if operations[index].external != nil { queues[queue].hasExternalWork = true }
     if !queues[queue].barriers.isEmpty { waitForBarriers(index, of: queue, &effects) }
     if operations[index].timeSlot >= 0 {
-      if !timeStates[Int(operations[index].timeSlot)].traits.exclusive.isEmpty,
-        !operations[index].timeMarks.contains(.exclusive)
-      {
-        beginExclusive(index, timeStates[Int(operations[index].timeSlot)].traits.exclusive, on: queue)
+      let slot = Int(operations[index].timeSlot)
+      if !timeStates[slot].traits.exclusive.isEmpty, !operations[index].timeMarks.contains(.exclusive) {
+        beginExclusive(index, timeStates[slot].traits.exclusive, on: queue)
       }
       armDeadline(of: index, on: queue, now: now)
+      // Read now and not again: what of the user's the traits hold (a retry policy's closures, a
+      // domain) is let go of after unlocking, not when the slot is reused under the lock.
+      if timeStates[slot].traits.retry != nil || !timeStates[slot].traits.exclusive.isEmpty {
+        effects.garbage.releaseLater((timeStates[slot].traits.retry, timeStates[slot].traits.exclusive))
+        timeStates[slot].traits.retry = nil
+        timeStates[slot].traits.exclusive = []
+      }
     }
     if operations[index].unfinishedDependencies == 0 && !operations[index].pauseHeld {
       makeReady(index, &effects)

@@ -379,7 +379,8 @@ struct PreparedTraitsReleaseTests {
         return true
       }
       let operation = QueueOperation(
-        name: "prepared", traits: [.retry(policy), .exclusive("k", in: ExclusivityDomain()), .timeout(.seconds(60))]
+        name: "prepared",
+        traits: [.retry(policy), .exclusive("k", in: ExclusivityDomain()), .timeout(.seconds(60))]
       ) { 1 }
       try queue.addOperation(operation)
       #expect(try await operation.value == 1)

@@ -50,6 +50,9 @@
 //   it). Coalesced work is one operation of its queue; each caller's handle is a record that
 //   follows it. Coalescing's fields live out of line (`OperationExtras`, in a copy-on-write
 //   box), so an operation that does not coalesce pays one null reference for them.
+// - Exclusivity by key (`Scheduler+Exclusivity.swift`): the starts of a queue that ever had an
+//   operation with keys are all decided by one arbitration across those queues, at the end of
+//   each event (`settle`) or for a worker that asks; other queues start as described above.
 //
 // Design choices:
 // - Dense indices. An operation's record is created with its handle (`AnyQueueOperation`) and

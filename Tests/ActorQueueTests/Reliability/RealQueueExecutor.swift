@@ -532,6 +532,29 @@ private final class RealRun {
     }
   }
 
+  /// Adds op `op` with `traits` in both ways traits reach an operation: with
+  /// `addOperation(traits:)` (even ops), or on a prepared operation added afterwards (odd ops).
+  private func add(
+    _ op: Int, to queue: Int, priority: Int, traits: [OperationTrait], _ spec: BodySpec, failures: Int = 0
+  ) -> String? {
+    let priority = OperationPriority.allCases[priority]
+    let work = body(op, spec, failures: failures)
+    let operation: QueueOperation<Int>
+    if op.isMultiple(of: 2) {
+      operation = boxes[queue]!.queue.addOperation(name: "op\(op)", priority: priority, traits: traits, work)
+    } else {
+      operation = QueueOperation(name: "op\(op)", priority: priority, traits: traits, work)
+      do {
+        try boxes[queue]!.queue.addOperation(operation)
+      } catch {
+        return "addOperation refused a new prepared operation: \(error)"
+      }
+    }
+    typed[op] = operation
+    track(op, operation, spec)
+    return nil
+  }
+
   private func act(_ step: Step, _ expectation: StepExpectation) -> String? {
     guard expectation != .skip else { return nil }
     switch step {
@@ -645,60 +668,15 @@ private final class RealRun {
     case .releaseQueue(let queue):
       boxes[queue] = nil
     case .addTimed(let op, let queue, let priority, let deadline, let timeout, let spec):
-      // Both ways traits reach an operation: with addOperation(traits:) (even ops), or on a
-      // prepared operation added afterwards (odd ops).
-      let traits = timeTraits(deadline: deadline, timeout: timeout)
-      let priority = OperationPriority.allCases[priority]
-      let operation: QueueOperation<Int>
-      if op.isMultiple(of: 2) {
-        operation = boxes[queue]!.queue.addOperation(
-          name: "op\(op)", priority: priority, traits: traits, body(op, spec))
-      } else {
-        operation = QueueOperation(name: "op\(op)", priority: priority, traits: traits, body(op, spec))
-        do {
-          try boxes[queue]!.queue.addOperation(operation)
-        } catch {
-          return "addOperation refused a new prepared operation: \(error)"
-        }
-      }
-      typed[op] = operation
-      track(op, operation, spec)
+      return add(
+        op, to: queue, priority: priority, traits: timeTraits(deadline: deadline, timeout: timeout), spec)
     case .advance(let seconds):
       clock.advance(by: .seconds(seconds))
     case .addExclusive(let op, let queue, let priority, let keys, let shared, let spec):
       let traits = exclusiveTraits(keys: keys, shared: shared, domain: sharedDomain)
-      let priority = OperationPriority.allCases[priority]
-      let operation: QueueOperation<Int>
-      if op.isMultiple(of: 2) {
-        operation = boxes[queue]!.queue.addOperation(
-          name: "op\(op)", priority: priority, traits: traits, body(op, spec))
-      } else {
-        operation = QueueOperation(name: "op\(op)", priority: priority, traits: traits, body(op, spec))
-        do {
-          try boxes[queue]!.queue.addOperation(operation)
-        } catch {
-          return "addOperation refused a new prepared operation: \(error)"
-        }
-      }
-      typed[op] = operation
-      track(op, operation, spec)
+      return add(op, to: queue, priority: priority, traits: traits, spec)
     case .addRetrying(let op, let queue, let priority, let retry, let spec):
-      let priority = OperationPriority.allCases[priority]
-      let operation: QueueOperation<Int>
-      if op.isMultiple(of: 2) {
-        operation = boxes[queue]!.queue.addOperation(
-          name: "op\(op)", priority: priority, traits: retry.traits, body(op, spec, failures: retry.failures))
-      } else {
-        operation = QueueOperation(
-          name: "op\(op)", priority: priority, traits: retry.traits, body(op, spec, failures: retry.failures))
-        do {
-          try boxes[queue]!.queue.addOperation(operation)
-        } catch {
-          return "addOperation refused a new prepared operation: \(error)"
-        }
-      }
-      typed[op] = operation
-      track(op, operation, spec)
+      return add(op, to: queue, priority: priority, traits: retry.traits, spec, failures: retry.failures)
     }
     return nil
   }

@@ -26,9 +26,10 @@ struct ExclusivityFoundationTests {
     #expect(!a.isReady && !c.isReady)  // neither can ever start; Foundation says nothing
   }
 
-  @Test("ActorQueue with .exclusive: C runs, then A; no edge is added, so no cycle can form")
+  @Test(
+    "ActorQueue with .exclusive, even on a serial queue: C runs, then A; no edge is added, so no cycle forms")
   func exclusiveKeyDoesNotDeadlock() async throws {
-    let queue = ActorQueue(name: "364")
+    let queue = ActorQueue(name: "364", maxConcurrentOperationCount: 1)
     let order = Recorder<String>()
     let a = QueueOperation(name: "A", traits: [.exclusive("k")]) { order.append("A") }
     let c = QueueOperation(name: "C", traits: [.exclusive("k")]) { order.append("C") }

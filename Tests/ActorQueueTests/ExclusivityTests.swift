@@ -220,21 +220,6 @@ struct ExclusivityInterplayTests {
     await queue.waitUntilAllOperationsAreFinished()
   }
 
-  @Test(
-    "ProcedureKit #364: A holds key k and depends on C, added later on k: no deadlock (keys are taken at start)"
-  )
-  func dependencyOnALaterHolderOfTheSameKey() async throws {
-    let queue = ActorQueue(name: "364", maxConcurrentOperationCount: 1)
-    let order = Recorder<String>()
-    let a = QueueOperation(name: "A", traits: [.exclusive("k")]) { order.append("A") }
-    let c = QueueOperation(name: "C", traits: [.exclusive("k")]) { order.append("C") }
-    try a.addDependency(c)
-    try queue.addOperation(a)
-    try queue.addOperation(c)
-    try await a.value
-    #expect(order.snapshot == ["C", "A"])
-  }
-
   @Test("ProcedureKit PR 394 (acquire later): operations on one key never run together, however they arrive")
   func acquiringLaterStillExcludes() async {
     let queue = ActorQueue(name: "394")

@@ -12,7 +12,7 @@ import Synchronization
 /// scheduler compares and hashes integers, never your strings; each distinct name is kept for
 /// the life of the process. Foundation has no equivalent: PSOperations' `ExclusivityController`
 /// and ProcedureKit's `MutualExclusion` are the usual stand-ins (see Migration.md).
-public struct ExclusivityKey: Sendable, Hashable, Comparable, CustomStringConvertible,
+public struct ExclusivityKey: Sendable, Hashable, CustomStringConvertible,
   ExpressibleByStringLiteral
 {
   /// The name it was made with.
@@ -35,8 +35,6 @@ public struct ExclusivityKey: Sendable, Hashable, Comparable, CustomStringConver
   public static func == (lhs: ExclusivityKey, rhs: ExclusivityKey) -> Bool { lhs.id == rhs.id }
   /// Hashes its interned number.
   public func hash(into hasher: inout Hasher) { hasher.combine(id) }
-  /// Orders keys by when their names were first used (stable within a process).
-  public static func < (lhs: ExclusivityKey, rhs: ExclusivityKey) -> Bool { lhs.id < rhs.id }
 
   /// Its name, in quotes: `"migration"`.
   public var description: String { "\"\(name)\"" }

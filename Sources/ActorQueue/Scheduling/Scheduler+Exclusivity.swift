@@ -374,13 +374,15 @@ extension Scheduler {
   }
 
   /// Scans free lock `slot`'s waiters (see the top of this file); returns whether it put one back.
+  /// What it puts back is not marked changed: the greedy rounds that follow decide its start, and
+  /// a mark would only make the event's end arbitrate again for nothing.
   private mutating func scan(_ slot: Int, _ effects: inout Effects) -> Bool {
     guard lockStates[slot].holder < 0 else { return false }
     let reserver = lockStates[slot].reservedBy
     if reserver >= 0 {
       guard isParked(reserver), !isBlocked(reserver) else { return false }
       unpark(reserver)
-      makeReady(reserver, &effects)
+      _ = enterReadySet(reserver, &effects)
       return true
     }
     var skipped: [Int] = []  // allocates only when a waiter is blocked by another key
@@ -393,7 +395,7 @@ extension Scheduler {
         continue
       }
       unpark(waiter)
-      makeReady(waiter, &effects)
+      _ = enterReadySet(waiter, &effects)
       putBack = true
       if queues[operations[waiter].queue].machine.hasRoom { break }
     }

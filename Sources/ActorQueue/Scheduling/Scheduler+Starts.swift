@@ -209,13 +209,22 @@ extension Scheduler {
   /// A pending, enqueued operation whose dependencies have all ended enters its queue's ready
   /// set. Whether it starts is decided at the end of the event (``settle(now:_:)``).
   mutating func makeReady(_ index: Int, _ effects: inout Effects) {
+    if enterReadySet(index, &effects) { touch(operations[index].queue) }
+  }
+
+  /// ``makeReady(_:_:)`` without marking the queue changed: for arbitration, which decides the
+  /// starts of what it puts back itself. Returns whether `index` entered the ready set.
+  @inline(__always)
+  mutating func enterReadySet(_ index: Int, _ effects: inout Effects) -> Bool {
     // Held by pause(), or waiting out a retry's backoff: stays pending.
-    guard !operations[index].pauseHeld, !operations[index].timeMarks.contains(.inBackoff) else { return }
+    guard !operations[index].pauseHeld, !operations[index].timeMarks.contains(.inBackoff) else {
+      return false
+    }
     let queue = operations[index].queue
     let stamp = queues[queue].machine.insertReady(
       index, order: operations[index].order, priority: operations[index].priority)
     transition(index, to: .ready(stamp: stamp), &effects)
-    touch(queue)
+    return true
   }
 
   // MARK: The idle start

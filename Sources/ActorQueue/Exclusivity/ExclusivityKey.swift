@@ -140,3 +140,19 @@ struct ExclusiveRequest: Sendable {
   var keys: [ExclusivityKey]
   var domain: ExclusivityDomain?
 }
+
+/// An operation's `.exclusive` traits, the first kept inline: most operations give one, and then
+/// folding their traits allocates nothing.
+struct ExclusiveRequests: Sendable {
+  var first: ExclusiveRequest?
+  var rest: [ExclusiveRequest] = []
+
+  var isEmpty: Bool { first == nil }
+
+  mutating func append(_ request: ExclusiveRequest) {
+    if first == nil { first = request } else { rest.append(request) }
+  }
+
+  /// All of them, in the order given.
+  var all: [ExclusiveRequest] { first.map { [$0] + rest } ?? [] }
+}

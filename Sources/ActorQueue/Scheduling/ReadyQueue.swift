@@ -101,7 +101,9 @@ struct ReadyQueue<Element> {
     }
   }
 
-  private var lanes = [Lane](repeating: Lane(), count: OperationPriority.allCases.count)
+  /// One lane per priority, made when a second entry arrives: a ready queue that never holds two
+  /// (a lock's waiters, mostly) allocates nothing.
+  private var lanes: [Lane] = []
   /// The only live entry, and the rank of its lane, while there is exactly one and it arrived
   /// when there was none (every lane then holds no live entry). Counted in `count`, not in a
   /// lane's `live`. An idle queue's start then touches no lane.
@@ -121,6 +123,7 @@ struct ReadyQueue<Element> {
     if count == 0 {
       solo = (entry, priority.rank)
     } else {
+      if lanes.isEmpty { lanes = [Lane](repeating: Lane(), count: OperationPriority.allCases.count) }
       if let alone = solo.take() { lanes[alone.rank].insert(alone.entry) }
       lanes[priority.rank].insert(entry)
     }

@@ -45,49 +45,37 @@ struct LockState: Sendable {
   var waiters = ReadyQueue<Int>()
   /// In ``Scheduler/dirtyLocks``.
   var isDirty = false
+  /// The next slot of a lock on the same key, in another domain (-1: none).
+  var nextWithKey = -1
 }
 
-/// A short list kept inline when it has one element (an operation's lock slots and their
-/// stamps): most operations take one key, and then their state allocates nothing.
-struct InlineList<Element: Sendable & Equatable>: Sendable {
-  var first: Element
-  var rest: [Element] = []
-
-  var count: Int { 1 + rest.count }
-
-  subscript(position: Int) -> Element {
-    get { position == 0 ? first : rest[position - 1] }
-    set {
-      if position == 0 { first = newValue } else { rest[position - 1] = newValue }
-    }
-  }
-
-  func firstIndex(of element: Element) -> Int? {
-    if first == element { return 0 }
-    return rest.firstIndex(of: element).map { $0 + 1 }
-  }
-
-  func contains(_ element: Element) -> Bool { first == element || rest.contains(element) }
-
-  /// The elements, for the rare paths and tests.
-  var array: [Element] { [first] + rest }
-}
-
-/// What an operation with keys keeps (``Scheduler/exclusiveStates``, by record).
+/// What an operation with keys keeps (``Scheduler/exclusiveStates``, by record; `unused` for the
+/// others): plain values, read in place and copied without reference counting. Its first lock is here; the others of an operation with
+/// several keys are in ``Scheduler/moreLocks``.
 struct ExclusiveState: Sendable {
-  /// Its locks' slots, in the order of their `LockID`s, without repeats.
-  var slots: InlineList<Int>
+  /// The slot of its first lock (in the order of `LockID`s).
+  var slot: Int
+  /// Its stamp in that lock's waiters while parked (`noStamp` once taken out of it).
+  var stamp = ExclusiveState.noStamp
+  /// Its other locks (index in ``Scheduler/moreLocks``; -1: it has one key).
+  var more = -1
   /// It started and holds them.
   var holds = false
-  /// Parked: its stamp in each lock's waiters (`slots`' order; `noStamp` once taken out of one),
-  /// and the priority they were inserted with.
+  /// Parked on its locks, with this priority.
   var isParked = false
-  var stamps = InlineList<ReadyStamp>(first: ExclusiveState.noStamp)
   var parkedPriority = OperationPriority.normal
   /// Times a start took one of its keys while it waited with a better rank.
   var passedOver = 0
 
   static let noStamp = ReadyStamp.max
+  /// The entry of a record without keys.
+  static let unused = ExclusiveState(slot: -1)
+}
+
+/// The locks after the first of an operation with several keys, and its stamps there.
+struct MoreLocks: Sendable {
+  var slots: [Int]
+  var stamps: [ReadyStamp]
 }
 
 extension Scheduler {
@@ -98,33 +86,46 @@ extension Scheduler {
 
   /// `index`, being added to `queue`, takes keys: its locks are resolved against the queue's own
   /// domain, and the queue decides its starts by arbitration from now on.
-  mutating func beginExclusive(_ index: Int, _ requests: [ExclusiveRequest], on queue: Int) {
-    if requests.count == 1, requests[0].keys.count == 1 {
+  mutating func beginExclusive(_ index: Int, _ requests: ExclusiveRequests, on queue: Int) {
+    guard let first = requests.first else { return }
+    if requests.rest.isEmpty, first.keys.count == 1 {
       // One key, the common case: no list to sort.
-      let id = LockID(domain: domain(of: requests[0], for: index, on: queue), key: requests[0].keys[0].id)
-      beginExclusive(index, slots: InlineList(first: lockSlot(for: id)), on: queue)
+      let id = LockID(domain: domain(of: first, for: index, on: queue), key: first.keys[0].id)
+      beginExclusive(index, ExclusiveState(slot: lockSlot(for: id)), on: queue)
       return
     }
     var ids: [LockID] = []
-    if requests.count == 1 { ids.reserveCapacity(requests[0].keys.count) }
-    for request in requests {
+    if requests.rest.isEmpty { ids.reserveCapacity(first.keys.count) }
+    for request in requests.all {
       let domain = domain(of: request, for: index, on: queue)
       for key in request.keys { ids.append(LockID(domain: domain, key: key.id)) }
     }
     guard !ids.isEmpty else { return }
     if ids.count > 1 { ids.sort() }
-    var slots = InlineList(first: lockSlot(for: ids[0]))
+    var state = ExclusiveState(slot: lockSlot(for: ids[0]))
+    var others: [Int] = []
     for position in ids.indices.dropFirst() where ids[position] != ids[position - 1] {
-      slots.rest.append(lockSlot(for: ids[position]))
+      others.append(lockSlot(for: ids[position]))
     }
-    beginExclusive(index, slots: slots, on: queue)
+    if !others.isEmpty {
+      let more = MoreLocks(
+        slots: others, stamps: Array(repeating: ExclusiveState.noStamp, count: others.count))
+      if let free = freeMoreLocks.popLast() {
+        state.more = free
+        moreLocks[free] = more
+      } else {
+        state.more = moreLocks.count
+        moreLocks.append(more)
+      }
+    }
+    beginExclusive(index, state, on: queue)
   }
 
-  private mutating func beginExclusive(_ index: Int, slots: InlineList<Int>, on queue: Int) {
+  private mutating func beginExclusive(_ index: Int, _ state: ExclusiveState, on queue: Int) {
     if exclusiveStates.count <= index {
-      exclusiveStates.append(contentsOf: repeatElement(nil, count: index + 1 - exclusiveStates.count))
+      exclusiveStates.append(contentsOf: repeatElement(.unused, count: index + 1 - exclusiveStates.count))
     }
-    exclusiveStates[index] = ExclusiveState(slots: slots)
+    exclusiveStates[index] = state
     operations[index].timeMarks.insert(.exclusive)
     if !queues[queue].hasExclusiveOperations {
       queues[queue].hasExclusiveOperations = true
@@ -132,8 +133,55 @@ extension Scheduler {
     }
   }
 
+  // MARK: An operation's locks
+
+  /// The number of locks of `index` (it has keys).
+  // Inlined: a call from a mutating method would copy the whole scheduler value first.
+  @inline(__always)
+  func lockCount(of index: Int) -> Int {
+    let more = exclusiveStates[index].more
+    return more < 0 ? 1 : 1 + moreLocks[more].slots.count
+  }
+
+  /// The slot of the lock at `position` among `index`'s.
+  // Inlined: a call from a mutating method would copy the whole scheduler value first.
+  @inline(__always)
+  func lockSlot(of index: Int, at position: Int) -> Int {
+    position == 0 ? exclusiveStates[index].slot : moreLocks[exclusiveStates[index].more].slots[position - 1]
+  }
+
+  /// The slots of all of `index`'s locks (the rare paths, and tests).
+  func lockSlots(of index: Int) -> [Int] {
+    let more = exclusiveStates[index].more
+    return [exclusiveStates[index].slot] + (more < 0 ? [] : moreLocks[more].slots)
+  }
+
+  /// The position of lock `slot` among `index`'s.
+  // Inlined: a call from a mutating method would copy the whole scheduler value first.
+  @inline(__always)
+  private func position(of slot: Int, in index: Int) -> Int {
+    if exclusiveStates[index].slot == slot { return 0 }
+    return moreLocks[exclusiveStates[index].more].slots.firstIndex(of: slot)! + 1
+  }
+
+  private mutating func setStamp(_ stamp: ReadyStamp, of index: Int, at position: Int) {
+    if position == 0 {
+      exclusiveStates[index].stamp = stamp
+    } else {
+      moreLocks[exclusiveStates[index].more].stamps[position - 1] = stamp
+    }
+  }
+
+  // Inlined: a call from a mutating method would copy the whole scheduler value first.
+  @inline(__always)
+  private func stamp(of index: Int, at position: Int) -> ReadyStamp {
+    position == 0 ? exclusiveStates[index].stamp : moreLocks[exclusiveStates[index].more].stamps[position - 1]
+  }
+
   /// The domain of `request`'s keys for `index` on `queue`: the one it names (refused with a
   /// message if it is another queue's own), else the queue's own.
+  // Inlined: a call from a mutating method would copy the whole scheduler value first.
+  @inline(__always)
   private func domain(of request: ExclusiveRequest, for index: Int, on queue: Int) -> UInt64 {
     guard let given = request.domain else {
       return ExclusivityDomain.queueDomainBit | queues[queue].generation
@@ -150,31 +198,65 @@ extension Scheduler {
 
   /// The slot of lock `id`, counting one more user (made when none uses it).
   private mutating func lockSlot(for id: LockID) -> Int {
-    if let slot = lockSlots[id] {
-      lockStates[slot].users += 1
-      return slot
+    let key = Int(id.key)
+    if key < lockChains.count {
+      var slot = lockChains[key]
+      while slot >= 0 {
+        if lockStates[slot].id == id {
+          lockStates[slot].users += 1
+          return slot
+        }
+        slot = lockStates[slot].nextWithKey
+      }
+    } else {
+      lockChains.append(
+        contentsOf: repeatElement(-1, count: max(key + 1, 2 * lockChains.count) - lockChains.count))
     }
     let slot: Int
     if let free = freeLockSlots.popLast() {
+      // Freed empty (no holder, reserver or waiter): only its name changes.
       slot = free
-      lockStates[slot] = LockState(id: id)
+      lockStates[slot].id = id
     } else {
       slot = lockStates.count
       lockStates.append(LockState(id: id))
     }
     lockStates[slot].users = 1
-    lockSlots[id] = slot
+    lockStates[slot].nextWithKey = lockChains[key]
+    lockChains[key] = slot
     return slot
+  }
+
+  /// The slot of lock `id` if it is in use (for tests).
+  func lockSlot(of id: LockID) -> Int? {
+    var slot = Int(id.key) < lockChains.count ? lockChains[Int(id.key)] : -1
+    while slot >= 0 && lockStates[slot].id != id { slot = lockStates[slot].nextWithKey }
+    return slot >= 0 ? slot : nil
+  }
+
+  /// Takes `slot`, which nobody uses any more, out of its key's chain.
+  private mutating func unlinkLock(_ slot: Int) {
+    let key = Int(lockStates[slot].id.key)
+    let next = lockStates[slot].nextWithKey
+    lockStates[slot].nextWithKey = -1
+    if lockChains[key] == slot {
+      lockChains[key] = next
+      return
+    }
+    var previous = lockChains[key]
+    while lockStates[previous].nextWithKey != slot { previous = lockStates[previous].nextWithKey }
+    lockStates[previous].nextWithKey = next
   }
 
   // MARK: Reading
 
   /// Whether `index` may not take its keys now: one is held by another, or reserved by another.
+  // Inlined: a call from a mutating method would copy the whole scheduler value first.
+  @inline(__always)
   func isBlocked(_ index: Int) -> Bool {
-    guard exclusiveStates[index]!.holds == false else { return false }
-    let slots = exclusiveStates[index]!.slots
-    for position in 0..<slots.count {
-      let slot = slots[position]
+    guard exclusiveStates[index].holds == false else { return false }
+    for position in 0..<lockCount(of: index) {
+      let slot = lockSlot(of: index, at: position)
       let holder = lockStates[slot].holder
       if holder >= 0 && holder != index { return true }
       let reserver = lockStates[slot].reservedBy
@@ -184,8 +266,10 @@ extension Scheduler {
   }
 
   /// Whether `index` waits parked for keys.
+  // Inlined: a call from a mutating method would copy the whole scheduler value first.
+  @inline(__always)
   func isParked(_ index: Int) -> Bool {
-    operations[index].timeMarks.contains(.exclusive) && exclusiveStates[index]!.isParked
+    operations[index].timeMarks.contains(.exclusive) && exclusiveStates[index].isParked
   }
 
   /// The state of `index`, if it has keys (for tests).
@@ -195,9 +279,9 @@ extension Scheduler {
 
   /// What blocks parked `index`: each key held or reserved by another, with that operation.
   func blockingKeys(of index: Int) -> [(key: ExclusivityKey, by: OperationID)] {
-    guard let state = exclusiveState(of: index) else { return [] }
+    guard exclusiveState(of: index) != nil else { return [] }
     var blocking: [(key: ExclusivityKey, by: OperationID)] = []
-    for slot in state.slots.array {
+    for slot in lockSlots(of: index) {
       let lock = lockStates[slot]
       if lock.holder >= 0 && lock.holder != index {
         blocking.append((ExclusivityKey(interned: lock.id.key), operations[lock.holder].id))
@@ -209,6 +293,8 @@ extension Scheduler {
   }
 
   /// Whether `a` ranks before `b` among waiters: higher priority, then earlier submission.
+  // Inlined: a call from a mutating method would copy the whole scheduler value first.
+  @inline(__always)
   func ranksBefore(_ a: Int, _ b: Int) -> Bool {
     let pa = operations[a].priority
     let pb = operations[b].priority
@@ -226,27 +312,24 @@ extension Scheduler {
   private mutating func insertWaiter(_ index: Int) {
     let priority = operations[index].priority
     let order = operations[index].order
-    let slots = exclusiveStates[index]!.slots
-    var stamps = InlineList(
-      first: lockStates[slots.first].waiters.insert(index, order: order, priority: priority))
-    for slot in slots.rest {
-      stamps.rest.append(lockStates[slot].waiters.insert(index, order: order, priority: priority))
+    for position in 0..<lockCount(of: index) {
+      let slot = lockSlot(of: index, at: position)
+      setStamp(
+        lockStates[slot].waiters.insert(index, order: order, priority: priority), of: index, at: position)
     }
-    exclusiveStates[index]!.stamps = stamps
-    exclusiveStates[index]!.isParked = true
-    exclusiveStates[index]!.parkedPriority = priority
+    exclusiveStates[index].isParked = true
+    exclusiveStates[index].parkedPriority = priority
   }
 
   /// Takes parked `index` out of its locks' waiters (it stays `.pending`).
   mutating func unpark(_ index: Int) {
-    guard exclusiveStates[index]!.isParked else { return }
-    exclusiveStates[index]!.isParked = false
-    let priority = exclusiveStates[index]!.parkedPriority
-    let slots = exclusiveStates[index]!.slots
-    for position in 0..<slots.count {
-      let stamp = exclusiveStates[index]!.stamps[position]
+    guard exclusiveStates[index].isParked else { return }
+    exclusiveStates[index].isParked = false
+    let priority = exclusiveStates[index].parkedPriority
+    for position in 0..<lockCount(of: index) {
+      let stamp = stamp(of: index, at: position)
       if stamp != ExclusiveState.noStamp {
-        lockStates[slots[position]].waiters.remove(stamp: stamp, priority: priority)
+        lockStates[lockSlot(of: index, at: position)].waiters.remove(stamp: stamp, priority: priority)
       }
     }
   }
@@ -285,7 +368,7 @@ extension Scheduler {
   private mutating func clearReservations(of index: Int) {
     guard !reservers.isEmpty, let position = reservers.firstIndex(of: index) else { return }
     reservers.remove(at: position)
-    for slot in exclusiveStates[index]!.slots.array where lockStates[slot].reservedBy == index {
+    for slot in lockSlots(of: index) where lockStates[slot].reservedBy == index {
       lockStates[slot].reservedBy = -1
       markDirty(slot)
     }
@@ -293,12 +376,12 @@ extension Scheduler {
 
   /// `index` releases its keys (it ended, or goes back to waiting for a retry).
   mutating func releaseLocks(of index: Int) {
-    guard exclusiveStates[index]!.holds else { return }
-    exclusiveStates[index]!.holds = false
-    let slots = exclusiveStates[index]!.slots
-    for position in 0..<slots.count {
-      lockStates[slots[position]].holder = -1
-      markDirty(slots[position])
+    guard exclusiveStates[index].holds else { return }
+    exclusiveStates[index].holds = false
+    for position in 0..<lockCount(of: index) {
+      let slot = lockSlot(of: index, at: position)
+      lockStates[slot].holder = -1
+      markDirty(slot)
     }
   }
 
@@ -308,17 +391,23 @@ extension Scheduler {
     releaseLocks(of: index)
     unpark(index)
     clearReservations(of: index)
-    let slots = exclusiveStates[index]!.slots
-    for position in 0..<slots.count {
-      let slot = slots[position]
+    for position in 0..<lockCount(of: index) {
+      let slot = lockSlot(of: index, at: position)
       lockStates[slot].users -= 1
       guard lockStates[slot].users == 0 else { continue }
-      lockSlots[lockStates[slot].id] = nil
-      if lockStates[slot].isDirty { dirtyLocks.removeFirst(slot) }
-      lockStates[slot] = LockState(id: LockID(domain: 0, key: 0))
+      // Nobody uses it, so it has no holder, reserver or waiter: kept as it is for the next lock.
+      unlinkLock(slot)
+      if lockStates[slot].isDirty {
+        dirtyLocks.removeFirst(slot)
+        lockStates[slot].isDirty = false
+      }
       freeLockSlots.append(slot)
     }
-    exclusiveStates[index] = nil
+    if exclusiveStates[index].more >= 0 {
+      moreLocks[exclusiveStates[index].more] = MoreLocks(slots: [], stamps: [])
+      freeMoreLocks.append(exclusiveStates[index].more)
+    }
+    exclusiveStates[index] = .unused
     operations[index].timeMarks.remove(.exclusive)
   }
 
@@ -349,26 +438,36 @@ extension Scheduler {
       startGreedily(taker: taker, takerQueue: takerQueue, takerAction: &takerAction, &effects)
       return takerAction
     }
-    var scanning: [Int] = []
-    swap(&scanning, &dirtyLocks)
-    for slot in scanning { lockStates[slot].isDirty = false }
-    if scanning.count > 1 { scanning.sort { lockStates[$0].id < lockStates[$1].id } }
-    while true {
-      // Locks scanned that put a waiter back, and are still free after the rounds: again.
-      var kept = 0
-      for position in scanning.indices where scan(scanning[position], &effects) {
-        scanning[kept] = scanning[position]
-        kept += 1
+    if dirtyLocks.count == 1 {
+      // One lock released (an operation with one key ended): the loop below, without its lists.
+      let slot = dirtyLocks.removeLast()
+      lockStates[slot].isDirty = false
+      while true {
+        let putBack = scan(slot, &effects)
+        startGreedily(taker: taker, takerQueue: takerQueue, takerAction: &takerAction, &effects)
+        if !putBack || lockStates[slot].holder >= 0 { break }
       }
-      scanning.removeLast(scanning.count - kept)
-      startGreedily(taker: taker, takerQueue: takerQueue, takerAction: &takerAction, &effects)
-      scanning.removeAll { lockStates[$0].holder >= 0 }
-      if scanning.isEmpty { break }
+    } else {
+      var scanning: [Int] = []
+      swap(&scanning, &dirtyLocks)
+      for slot in scanning { lockStates[slot].isDirty = false }
+      scanning.sort { lockStates[$0].id < lockStates[$1].id }
+      while true {
+        // Locks scanned that put a waiter back, and are still free after the rounds: again.
+        var kept = 0
+        for position in scanning.indices where scan(scanning[position], &effects) {
+          scanning[kept] = scanning[position]
+          kept += 1
+        }
+        scanning.removeLast(scanning.count - kept)
+        startGreedily(taker: taker, takerQueue: takerQueue, takerAction: &takerAction, &effects)
+        scanning.removeAll { lockStates[$0].holder >= 0 }
+        if scanning.isEmpty { break }
+      }
+      if dirtyLocks.isEmpty { swap(&scanning, &dirtyLocks) }  // keeps the list's storage
     }
     // Starts dirty only the locks their starters now hold (their own reservations cleared).
-    for slot in dirtyLocks { lockStates[slot].isDirty = false }
-    scanning.removeAll(keepingCapacity: true)
-    swap(&scanning, &dirtyLocks)
+    while let slot = dirtyLocks.popLast() { lockStates[slot].isDirty = false }
     needsArbitration = false
     return takerAction
   }
@@ -388,8 +487,7 @@ extension Scheduler {
     var skipped: [Int] = []  // allocates only when a waiter is blocked by another key
     var putBack = false
     while let waiter = lockStates[slot].waiters.popFirst() {
-      let position = exclusiveStates[waiter]!.slots.firstIndex(of: slot)!
-      exclusiveStates[waiter]!.stamps[position] = ExclusiveState.noStamp
+      setStamp(ExclusiveState.noStamp, of: waiter, at: position(of: slot, in: waiter))
       if isBlocked(waiter) {
         skipped.append(waiter)
         continue
@@ -400,9 +498,9 @@ extension Scheduler {
       if queues[operations[waiter].queue].machine.hasRoom { break }
     }
     for waiter in skipped {
-      let position = exclusiveStates[waiter]!.slots.firstIndex(of: slot)!
-      exclusiveStates[waiter]!.stamps[position] = lockStates[slot].waiters.insert(
-        waiter, order: operations[waiter].order, priority: exclusiveStates[waiter]!.parkedPriority)
+      let stamp = lockStates[slot].waiters.insert(
+        waiter, order: operations[waiter].order, priority: exclusiveStates[waiter].parkedPriority)
+      setStamp(stamp, of: waiter, at: position(of: slot, in: waiter))
     }
     return putBack
   }
@@ -415,8 +513,13 @@ extension Scheduler {
     while true {
       var best = -1
       var bestQueue = -1
-      for queue in exclusiveQueues where queues[queue].machine.canStartNow {
-        guard let head = firstStartable(in: queue, &effects) else { continue }
+      var position = 0
+      while position < exclusiveQueues.count {  // by index: the loop mutates `self`
+        let queue = exclusiveQueues[position]
+        position += 1
+        guard queues[queue].machine.canStartNow, let head = firstStartable(in: queue, &effects) else {
+          continue
+        }
         if best < 0 || ranksBefore(head, best) {
           best = head
           bestQueue = queue
@@ -444,18 +547,17 @@ extension Scheduler {
   /// it is passed over, and reserves its keys the `agingLimit`th time. Returns whether a
   /// reservation now blocks `index`.
   private mutating func passOver(_ index: Int) -> Bool {
-    guard !exclusiveStates[index]!.holds else { return false }
+    guard !exclusiveStates[index].holds else { return false }
     var reserved = false
-    let slots = exclusiveStates[index]!.slots
-    for position in 0..<slots.count {
-      let slot = slots[position]
+    for position in 0..<lockCount(of: index) {
+      let slot = lockSlot(of: index, at: position)
       guard let waiter = lockStates[slot].waiters.peekFirst(), ranksBefore(waiter, index) else { continue }
-      exclusiveStates[waiter]!.passedOver += 1
-      if exclusiveStates[waiter]!.passedOver >= agingLimit, !reservers.contains(waiter) {
+      exclusiveStates[waiter].passedOver += 1
+      if exclusiveStates[waiter].passedOver >= agingLimit, !reservers.contains(waiter) {
         reservers.append(waiter)
-        for other in exclusiveStates[waiter]!.slots.array where lockStates[other].reservedBy < 0 {
+        for other in lockSlots(of: waiter) where lockStates[other].reservedBy < 0 {
           lockStates[other].reservedBy = waiter
-          if slots.contains(other) { reserved = true }
+          if lockSlots(of: index).contains(other) { reserved = true }
         }
       }
     }
@@ -468,12 +570,13 @@ extension Scheduler {
     _ effects: inout Effects
   ) {
     _ = queues[queue].machine.claimWithoutWorker()
-    if operations[index].timeMarks.contains(.exclusive), !exclusiveStates[index]!.holds {
+    if operations[index].timeMarks.contains(.exclusive), !exclusiveStates[index].holds {
       clearReservations(of: index)
-      exclusiveStates[index]!.holds = true
-      exclusiveStates[index]!.passedOver = 0
-      let slots = exclusiveStates[index]!.slots
-      for position in 0..<slots.count { lockStates[slots[position]].holder = index }
+      exclusiveStates[index].holds = true
+      exclusiveStates[index].passedOver = 0
+      for position in 0..<lockCount(of: index) {
+        lockStates[lockSlot(of: index, at: position)].holder = index
+      }
     }
     if operations[index].phase.isPausedInBody {
       grantSlot(toPaused: index, &effects)

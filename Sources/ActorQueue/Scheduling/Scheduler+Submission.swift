@@ -113,7 +113,7 @@ extension Scheduler {
       if timeStates[slot].traits.retry != nil || !timeStates[slot].traits.exclusive.isEmpty {
         effects.garbage.releaseLater((timeStates[slot].traits.retry, timeStates[slot].traits.exclusive))
         timeStates[slot].traits.retry = nil
-        timeStates[slot].traits.exclusive = []
+        timeStates[slot].traits.exclusive = ExclusiveRequests()
       }
     }
     if operations[index].unfinishedDependencies == 0 && !operations[index].pauseHeld {

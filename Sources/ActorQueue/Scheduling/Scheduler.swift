@@ -151,11 +151,16 @@ struct Scheduler: Sendable {
   // Exclusivity (see `Scheduler+Exclusivity.swift`).
   /// The state of operations with keys, by record; the locks in use; the queues whose starts
   /// arbitration decides; the operations reserving keys (aging).
-  var exclusiveStates: [ExclusiveState?] = []
-  /// Locks in use, by slot; the slot of each; the free slots.
+  var exclusiveStates: [ExclusiveState] = []
+  /// Locks in use, by slot; the free slots. `lockChains[k]` is the first slot of a lock on key
+  /// id `k` (ids are small and dense: interned), the others of that key linked through
+  /// `LockState.nextWithKey`: a lock is found without hashing.
   var lockStates: [LockState] = []
-  var lockSlots: [LockID: Int] = [:]
+  /// The other locks of operations with several keys (`ExclusiveState.more`); the free entries.
+  var moreLocks: [MoreLocks] = []
+  var freeMoreLocks: [Int] = []
   var freeLockSlots: [Int] = []
+  var lockChains: [Int] = []
   var exclusiveQueues: [Int] = []
   var reservers: [Int] = []
   /// Locks (slots) released or unreserved since arbitration last ran, and whether it must run.

@@ -172,7 +172,7 @@ struct TimeTraits: Sendable {
   /// The retry policy (the last `.retry` trait given).
   var retry: RetryPolicy?
   /// The `.exclusive` traits, as given (resolved against the queue when it is added).
-  var exclusive: [ExclusiveRequest] = []
+  var exclusive = ExclusiveRequests()
 
   init() {}
 

@@ -24,10 +24,14 @@ enum CountedWorkload: String, CaseIterable, Sendable {
   case retryTraitMax4 = "retry-trait-max4"
   /// `retry-max4`'s operations succeeding at once, without the trait.
   case throwingMax4 = "throwing-max4"
-  /// Trivial ops at limit 4, each holding a key of its own (the bench's `exclusive` row).
+  /// Trivial ops at limit 4, each holding a key none of the others running beside it holds (the
+  /// bench's `exclusive` row; 1,024 keys in turn, interned at every size, so the difference of
+  /// two sizes leaves out what interning costs).
   case exclusiveDistinctMax4 = "exclusive-distinct-max4"
   /// Trivial ops all holding one key on an unlimited queue.
   case exclusiveOneKey = "exclusive-one-key"
+  /// `exclusive-one-key`'s reference: the same ops without keys on a serial queue.
+  case serialMax1 = "serial-max1"
 
   /// Runs the workload `n` times.
   func run(_ n: Int) {
@@ -43,11 +47,13 @@ enum CountedWorkload: String, CaseIterable, Sendable {
     case .throwingMax4:
       _ = Retry.actorQueue(n: n, failures: 0, trait: false)
     case .exclusiveDistinctMax4:
-      let traits = (0..<n).map { [OperationTrait.exclusive(ExclusivityKey("count-key-\($0)"))] }
+      let traits = (0..<1024).map { [OperationTrait.exclusive(ExclusivityKey("count-key-\($0)"))] }
       _ = Exclusive.actorQueue(n: n, limit: 4, traits: traits)
     case .exclusiveOneKey:
       _ = Exclusive.actorQueue(
         n: n, limit: ActorQueue.defaultMaxConcurrentOperationCount, traits: [[.exclusive("count-one-key")]])
+    case .serialMax1:
+      _ = Exclusive.actorQueue(n: n, limit: 1, traits: nil)
     case .idleStart, .idleBaseline:
       let queue = ActorQueue(name: "idle", maxConcurrentOperationCount: 4)
       let ran = DispatchSemaphore(value: 0)

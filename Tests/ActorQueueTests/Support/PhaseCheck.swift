@@ -100,20 +100,19 @@ enum PhaseCheck {
     var problems: [String] = []
     var holders: [Int: Int] = [:]
     var users: [Int: Int] = [:]
-    for (index, state) in scheduler.exclusiveStates.enumerated() {
-      guard let state else { continue }
+    for (index, state) in scheduler.exclusiveStates.enumerated() where state.slot >= 0 {
       let record = scheduler.operations[index]
       guard record.isLive, !record.phase.hasEnded, record.timeMarks.contains(.exclusive) else {
         problems.append("record \(index): exclusive state kept while not live and unfinished")
         continue
       }
-      for slot in state.slots.array { users[slot, default: 0] += 1 }
+      for slot in scheduler.lockSlots(of: index) { users[slot, default: 0] += 1 }
       guard state.holds else { continue }
       switch record.phase {
       case .executing, .paused, .resumed: break
       default: problems.append("record \(index) (\(record.phase)): holds keys without having started")
       }
-      for slot in state.slots.array {
+      for slot in scheduler.lockSlots(of: index) {
         if let other = holders.updateValue(index, forKey: slot) {
           problems.append("records \(other) and \(index) both hold lock \(slot)")
         }
@@ -124,17 +123,38 @@ enum PhaseCheck {
       }
     }
     for (slot, lock) in scheduler.lockStates.enumerated() where lock.users > 0 {
-      if scheduler.lockSlots[lock.id] != slot { problems.append("lock \(slot) is not where its id says") }
+      if scheduler.lockSlot(of: lock.id) != slot { problems.append("lock \(slot) is not where its id says") }
       if users[slot, default: 0] != lock.users {
         problems.append("lock \(slot) counts \(lock.users) users, \(users[slot, default: 0]) states name it")
       }
       if lock.holder >= 0, holders[slot] != lock.holder {
         problems.append("lock \(slot) names holder \(lock.holder), which does not hold it")
       }
-      if lock.reservedBy >= 0, scheduler.exclusiveState(of: lock.reservedBy)?.slots.contains(slot) != true {
+      if lock.reservedBy >= 0,
+        scheduler.exclusiveState(of: lock.reservedBy) == nil
+          || !scheduler.lockSlots(of: lock.reservedBy).contains(slot)
+      {
         problems.append("lock \(slot) reserved by record \(lock.reservedBy), which does not want it")
       }
     }
+    // A free slot is empty (it is reused as it is), and the key chains reach exactly the locks in use.
+    for (slot, lock) in scheduler.lockStates.enumerated() where lock.users == 0 {
+      if lock.holder >= 0 || lock.reservedBy >= 0 || !lock.waiters.isEmpty || lock.isDirty
+        || lock.nextWithKey >= 0
+      {
+        problems.append("free lock slot \(slot) is not empty")
+      }
+    }
+    var chained = 0
+    for head in scheduler.lockChains {
+      var slot = head
+      while slot >= 0 {
+        chained += 1
+        slot = scheduler.lockStates[slot].nextWithKey
+      }
+    }
+    let inUse = scheduler.lockStates.count { $0.users > 0 }
+    if chained != inUse { problems.append("the key chains reach \(chained) locks, \(inUse) are in use") }
     return problems
   }
 }

@@ -45,7 +45,8 @@ enum ScenarioName: String, CaseIterable, Sendable {
     case .timers: "lateness of a deadline on the system clock (p50, p99) against a bare Task.sleep"
     case .retry: "100,000 ops at limit 4 failing once, retried at once, against the same ops succeeding"
     case .exclusive:
-      "100,000 ops with a key each at limit 4 against no keys; all on one key, unlimited, against a serial queue"
+      "100,000 ops with a key each at limit 4 against no keys; all on one key, unlimited, against a serial "
+        + "queue; 30,000 ops on 1,000 keys over 3 queues against no keys"
     }
   }
 }

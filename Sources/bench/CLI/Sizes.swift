@@ -19,6 +19,8 @@ struct Sizes: Sendable {
   var memory = 100_000
   var retry = 100_000
   var exclusive = 100_000
+  /// Ops of the contended exclusivity variant (1,000 keys, 3 queues).
+  var exclusiveContended = 30_000
   var transfers = 120
   /// Transfers in the pause scenario (the size, also with --quick: a run takes ~0.1 s).
   var pauseTransfers = 1_000
@@ -50,6 +52,7 @@ struct Sizes: Sendable {
     memory = 50_000
     retry = 20_000
     exclusive = 20_000
+    exclusiveContended = 6_000
     transfers = 60
     scaling = [1_000, 4_000, 16_000]
     scalingBoundSeconds = 1.5

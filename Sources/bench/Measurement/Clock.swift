@@ -37,6 +37,9 @@ final class Box<Value: Sendable>: Sendable {
 final class Counter: Sendable {
   private let value = Atomic<Int>(0)
   @inline(__always) func increment() { value.add(1, ordering: .relaxed) }
+  /// One more inside a section (ordered with what it guards); returns how many are inside now.
+  @inline(__always) func enter() -> Int { value.add(1, ordering: .acquiringAndReleasing).newValue }
+  @inline(__always) func leave() { value.subtract(1, ordering: .acquiringAndReleasing) }
   var count: Int { value.load(ordering: .acquiring) }
 }
 

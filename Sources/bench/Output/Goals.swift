@@ -138,6 +138,11 @@ func checkGoals(_ rows: inout [Row], sizes: Sizes) -> [GoalMeasurement] {
   ratioGoal(
     "exclusive", Exclusive.oneKeyVariant, versus: .taskPerOp, atLeast: 1 / 1.3,
     what: "one key, unlimited (≤ 1.3x a serial queue)")
+  // ... and 1,000 keys drawn at random, shared by 3 queues of limit 4, at most 1.5x the same ops
+  // without keys (one running per key is checked by the bodies).
+  ratioGoal(
+    "exclusive", Exclusive.contendedVariant, versus: .taskPerOp, atLeast: 1 / 1.5,
+    what: "1,000 keys over 3 queues (≤ 1.5x no keys)")
   // Issue 11 (was 2x in issue 4): the adapter costs at most 1.5x OperationQueue per op: OQ's
   // time / its own ≥ 1/1.5.
   ratioGoal(

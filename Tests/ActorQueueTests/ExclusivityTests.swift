@@ -296,6 +296,37 @@ struct ExclusivityInterplayTests {
     #expect(parked.state == .finished)
   }
 
+  @Test(
+    "A waiter of a suspended queue is not passed over: it reserves nothing, so later operations on its key run"
+  )
+  func suspendedWaiterNeverReserves() async {
+    let clock = ManualClock()
+    let suspended = ActorQueue(name: "suspended", clock: clock.queueClock)
+    let stream = ActorQueue(name: "stream", clock: clock.queueClock)
+    let holderQueue = ActorQueue(name: "holder", clock: clock.queueClock)
+    let shared = ExclusivityDomain()
+    let gate = TestGate()
+    let yHolder = holderQueue.addOperation(name: "y", traits: [.exclusive("y", in: shared)]) {
+      await gate.wait()
+    }
+    let both = suspended.addOperation(name: "both", traits: [.exclusive("x", "y", in: shared)]) {}
+    await clock.settle()
+    #expect(both.state == .pending)  // parked on x and y
+    suspended.isSuspended = true
+    // Each of these takes x while `both` (earlier) waits for it; none may be held up by `both`.
+    let later = (0..<(ExclusivityTestLimits.aging * 2)).map { number in
+      stream.addOperation(name: "x\(number)", traits: [.exclusive("x", in: shared)]) {}
+    }
+    await stream.waitUntilAllOperationsAreFinished()
+    #expect(later.allSatisfy { $0.state == .finished })
+    #expect(yHolder.state == .executing)
+    gate.open()
+    await holderQueue.waitUntilAllOperationsAreFinished()
+    suspended.isSuspended = false
+    await suspended.waitUntilAllOperationsAreFinished()
+    #expect(both.state == .finished)
+  }
+
   @Test("Lowering the limit with pausingExcess: the operation paused for the excess keeps its key")
   func excessPausedKeepsItsKey() async throws {
     let clock = ManualClock()

@@ -16,8 +16,8 @@
 //   still blocked by another key stays. A lock still free after the greedy rounds is scanned
 //   again, so a free key never waits for a queue that cannot start anything.
 // - Aging: when a start takes a key whose best parked waiter ranks before it (that waiter is
-//   blocked by another key), the waiter is passed over; the 16th time, it reserves each of its
-//   keys nobody reserves, and nobody else may take a reserved key until it starts, ends, is
+//   blocked by another key) and whose queue could start it, the waiter is passed over; the 16th
+//   time, it reserves each of its keys nobody reserves, and nobody else may take a reserved key until it starts, ends, is
 //   held by `pause()`, gets a dependency, or its queue is suspended.
 // - Paused bodies keep their keys (they are mid critical section); a retry's re-entry releases
 //   them. Nothing here runs user code, and every key is a library integer.
@@ -551,7 +551,11 @@ extension Scheduler {
     var reserved = false
     for position in 0..<lockCount(of: index) {
       let slot = lockSlot(of: index, at: position)
-      guard let waiter = lockStates[slot].waiters.peekFirst(), ranksBefore(waiter, index) else { continue }
+      // A waiter whose queue could not start it now (suspended, full) is not passed over: it must
+      // not come to reserve keys that other queues' operations then wait for.
+      guard let waiter = lockStates[slot].waiters.peekFirst(), ranksBefore(waiter, index),
+        queues[operations[waiter].queue].machine.hasRoom
+      else { continue }
       exclusiveStates[waiter].passedOver += 1
       if exclusiveStates[waiter].passedOver >= agingLimit, !reservers.contains(waiter) {
         reservers.append(waiter)

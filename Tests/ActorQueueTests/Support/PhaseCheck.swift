@@ -145,6 +145,11 @@ enum PhaseCheck {
         problems.append("free lock slot \(slot) is not empty")
       }
     }
+    // A suspended queue keeps no key from the others: none of its operations reserves one.
+    for reserver in scheduler.reservers
+    where scheduler.queues[scheduler.operations[reserver].queue].machine.isSuspended {
+      problems.append("record \(reserver) reserves keys while its queue is suspended")
+    }
     var chained = 0
     for head in scheduler.lockChains {
       var slot = head

@@ -137,8 +137,8 @@ struct BodyMove: Sendable, Equatable {
 ///   rounds start the best-ranked head across those queues that may start, parking blocked heads;
 ///   still-free scanned locks are scanned again. A holder keeps its locks while paused and until
 ///   it ends or is rescheduled; a parked op passed over `agingLimit` times by a worse-ranked start
-///   reserves its locks until it starts, ends, is held, gets a dependency or its queue is
-///   suspended.
+///   (counted only while its queue has room) reserves its locks until it starts, ends, is held,
+///   gets a dependency or its queue is suspended.
 /// - Coalescing: the shared work is a model op of its own (no handle in the script); each caller
 ///   is a follower that mirrors its state and ends with its outcome. Cancelling a follower ends it
 ///   at once; the work is cancelled once every follower is; its priority is the highest of its
@@ -1224,7 +1224,9 @@ struct ReferenceModel: Sendable {
     guard !ops[op]!.locks.isEmpty, !ops[op]!.holdsLocks else { return false }
     var reserved = false
     for lock in ops[op]!.locks {
-      guard let waiter = waiters(of: lock).first, ranksBefore(waiter, op) else { continue }
+      guard let waiter = waiters(of: lock).first, ranksBefore(waiter, op), hasRoom(ops[waiter]!.queue) else {
+        continue
+      }
       ops[waiter]!.passedOver += 1
       if ops[waiter]!.passedOver >= agingLimit, !reservers.contains(waiter) {
         reservers.append(waiter)

@@ -17,8 +17,10 @@
 //   again, so a free key never waits for a queue that cannot start anything.
 // - Aging: when a start takes a key whose best parked waiter ranks before it (that waiter is
 //   blocked by another key) and whose queue could start it, the waiter is passed over; the 16th
-//   time, it reserves each of its keys nobody reserves, and nobody else may take a reserved key until it starts, ends, is
-//   held by `pause()`, gets a dependency, or its queue is suspended.
+//   time (or the next, while another reserves one of its keys), it reserves all its keys, and
+//   nobody else may take a reserved key until it starts, ends, is held by `pause()`, gets a
+//   dependency, or its queue is suspended. All or none: reserved sets never overlap, so a
+//   reserver waits only for holders, never for another reserver.
 // - Paused bodies keep their keys (they are mid critical section); a retry's re-entry releases
 //   them. Nothing here runs user code, and every key is a library integer.
 //
@@ -557,12 +559,15 @@ extension Scheduler {
         queues[operations[waiter].queue].machine.hasRoom
       else { continue }
       exclusiveStates[waiter].passedOver += 1
-      if exclusiveStates[waiter].passedOver >= agingLimit, !reservers.contains(waiter) {
-        reservers.append(waiter)
-        for other in lockSlots(of: waiter) where lockStates[other].reservedBy < 0 {
-          lockStates[other].reservedBy = waiter
-          if lockSlots(of: index).contains(other) { reserved = true }
-        }
+      guard exclusiveStates[waiter].passedOver >= agingLimit, !reservers.contains(waiter) else { continue }
+      // All of its keys or none: two waiters that each reserved some of the other's keys would
+      // block each other for ever. One that finds a key reserved tries again when passed over next.
+      let wanted = lockSlots(of: waiter)
+      guard wanted.allSatisfy({ lockStates[$0].reservedBy < 0 }) else { continue }
+      reservers.append(waiter)
+      for other in wanted {
+        lockStates[other].reservedBy = waiter
+        if lockSlots(of: index).contains(other) { reserved = true }
       }
     }
     return reserved

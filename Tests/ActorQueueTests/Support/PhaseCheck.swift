@@ -145,6 +145,13 @@ enum PhaseCheck {
         problems.append("free lock slot \(slot) is not empty")
       }
     }
+    // Reservations are all or none: a reserver reserves every one of its keys.
+    for reserver in scheduler.reservers
+    where scheduler.lockSlots(of: reserver).contains(where: {
+      scheduler.lockStates[$0].reservedBy != reserver
+    }) {
+      problems.append("record \(reserver) reserves only some of its keys")
+    }
     // A suspended queue keeps no key from the others: none of its operations reserves one.
     for reserver in scheduler.reservers
     where scheduler.queues[scheduler.operations[reserver].queue].machine.isSuspended {

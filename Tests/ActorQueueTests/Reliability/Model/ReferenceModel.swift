@@ -137,8 +137,9 @@ struct BodyMove: Sendable, Equatable {
 ///   rounds start the best-ranked head across those queues that may start, parking blocked heads;
 ///   still-free scanned locks are scanned again. A holder keeps its locks while paused and until
 ///   it ends or is rescheduled; a parked op passed over `agingLimit` times by a worse-ranked start
-///   (counted only while its queue has room) reserves its locks until it starts, ends, is held,
-///   gets a dependency or its queue is suspended.
+///   (counted only while its queue has room) reserves its locks, all of them or none (when
+///   another reserves one), until it starts, ends, is held, gets a dependency or its queue is
+///   suspended.
 /// - Coalescing: the shared work is a model op of its own (no handle in the script); each caller
 ///   is a follower that mirrors its state and ends with its outcome. Cancelling a follower ends it
 ///   at once; the work is cancelled once every follower is; its priority is the highest of its
@@ -1228,10 +1229,13 @@ struct ReferenceModel: Sendable {
         continue
       }
       ops[waiter]!.passedOver += 1
-      if ops[waiter]!.passedOver >= agingLimit, !reservers.contains(waiter) {
+      // All of its locks or none (a partial reservation can block another reserver for ever).
+      if ops[waiter]!.passedOver >= agingLimit, !reservers.contains(waiter),
+        ops[waiter]!.locks.allSatisfy({ reservedBy[$0] == nil })
+      {
         reservers.append(waiter)
         reservations += 1
-        for other in ops[waiter]!.locks where reservedBy[other] == nil {
+        for other in ops[waiter]!.locks {
           reservedBy[other] = waiter
           if ops[op]!.locks.contains(other) { reserved = true }
         }

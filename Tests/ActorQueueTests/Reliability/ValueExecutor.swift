@@ -197,9 +197,16 @@ private struct ValueRun {
     func instant(_ seconds: Int) -> QueueDeadline {
       QueueDeadline(clock: manual, nanoseconds: Int64(seconds) * 1_000_000_000)
     }
+    // By its record when the script dropped its handle (an unfinished op's record is its own).
+    func id(of op: Int) -> OperationID? {
+      if let handle = harness.handles[Self.name(op)] { return handle.id }
+      guard let index = harness.forgotten[Self.name(op)], model.ops[op].map({ !$0.state.isTerminal }) ?? false
+      else { return nil }
+      return scheduler.operations[index].id
+    }
     var opOfID: [OperationID: Int] = [:]
     for op in model.sortedOpIndices {
-      if let handle = harness.handles[Self.name(op)] { opOfID[handle.id] = op }
+      if let id = id(of: op) { opOfID[id] = op }
     }
     for (scriptQueue, queue) in queues.enumerated() {
       var reported: [Int: OperationWaitReport] = [:]
@@ -225,7 +232,7 @@ private struct ValueRun {
         if modelOp.state == .waiting {
           for dependency in modelOp.allDependencies
           where model.ops[dependency].map({ !$0.state.isTerminal }) ?? false {
-            if let id = harness.handles[Self.name(dependency)]?.id { dependencies.insert(id) }
+            if let id = id(of: dependency) { dependencies.insert(id) }
           }
           if model.isParked(op) {
             for (lock, by) in model.blockingLocks(of: op) {

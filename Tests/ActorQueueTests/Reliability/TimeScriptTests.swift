@@ -126,6 +126,22 @@ struct TimeScriptTests {
       ],
       ends: [0: .failed, 1: .failed, 2: .failed], mayTimeOut: [1, 2]),
     Case(
+      name: "the same for a retrying dependent between attempts: its timeout's error says it had started",
+      queueLimits: [1, 1],
+      steps: [
+        .addRetrying(
+          op: 0, queue: 0, priority: 2, retry: RetrySpec(attempts: 4, backoff: 1, failures: 1, deadline: 3),
+          body: returns),
+        .open(op: 0),
+        .add(op: 1, queue: 1, priority: 2, body: returns),
+        .addTimed(op: 2, queue: 1, priority: 2, deadline: 2, timeout: nil, body: returns),
+        .depend(Dependency(dependent: 0, dependency: 2, mustSucceed: true)),
+        .advance(seconds: 1),
+        .advance(seconds: 2),
+        .open(op: 1),
+      ],
+      ends: [0: .failed, 1: .finished, 2: .failed], mayTimeOut: [0]),
+    Case(
       name:
         "retry: a backoff frees the slot; the retry keeps its order; attempts run out with the last error",
       queueLimits: [1],

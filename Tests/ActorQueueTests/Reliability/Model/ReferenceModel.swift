@@ -838,6 +838,8 @@ struct ReferenceModel: Sendable {
     // A backoff's timer makes its op ready: it starts nothing, so its place among the others
     // changes no outcome; it is due unless its op ended (or was acted on) earlier in the advance.
     let backoffs = ops.filter { $0.value.backoffAt.map { $0 <= target } ?? false }.map(\.key)
+    // Only a waiting op can be ended by another's timer (an executing one runs to its body's end).
+    let waiting = Set(due.filter { ops[$0.op]!.state == .waiting }.map(\.op))
     for op in Set(due.filter(\.deadline).map(\.op)).sorted() {
       journal.append(.deadlinePassed(op: op, step: step))
     }
@@ -856,7 +858,7 @@ struct ReferenceModel: Sendable {
     for op in backoffs where ops[op]!.state == .waiting { ops[op]!.backoffAt = nil }
     // Waiting ops a dependency's timer ended before their own deadline fired.
     for op in Set(due.filter { $0.deadline && !acted.contains($0.op) }.map(\.op)).sorted()
-    where ops[op]!.state.isTerminal && ops[op]!.startedAt == nil {
+    where ops[op]!.state.isTerminal && waiting.contains(op) {
       journal.append(.mayTimeOut(op: op, step: step))
       ops[op]!.mayHaveTimedOut = true
     }
@@ -895,7 +897,8 @@ struct ReferenceModel: Sendable {
   func timeoutEnd(of op: Int) -> (deadline: Bool, hadStarted: Bool, either: Bool)? {
     guard let model = ops[op] else { return nil }
     if let deadline = model.timerActed { return (deadline, model.startedAt != nil, false) }
-    return model.mayHaveTimedOut ? (true, false, true) : nil
+    // A retrying op waiting for its next attempt had started (an earlier attempt).
+    return model.mayHaveTimedOut ? (true, model.startedAt != nil, true) : nil
   }
 
   /// `op`'s armed deadline and timeout (seconds), while it has not ended.

@@ -78,7 +78,7 @@ struct PermitSchedule: Sendable, Equatable {
     case .tokenBucket(let permits, let interval, let burst):
       // Conforms at t when max(TAT, t) + cost·T ≤ t + burst·T (T = interval / permits), that is
       // from t = TAT − (burst − cost)·T, rounded up to a whole nanosecond.
-      if tatWhole < now || (tatWhole == now && tatPart == 0) {
+      if isIdle(at: now) {
         earliest = now
       } else {
         let ahead = (tatWhole - now) * permits + tatPart  // (TAT − now) in 1/permits ns
@@ -98,7 +98,7 @@ struct PermitSchedule: Sendable, Equatable {
       "Internal inconsistency: a start costing \(cost) at \(now) ns does not conform")
     switch rule {
     case .tokenBucket(let permits, let interval, _):
-      if tatWhole < now || (tatWhole == now && tatPart == 0) {
+      if isIdle(at: now) {
         tatWhole = now
         tatPart = 0
       }
@@ -118,7 +118,7 @@ struct PermitSchedule: Sendable, Equatable {
     guard now >= penaltyEnd else { return 0 }
     switch rule {
     case .tokenBucket(let permits, let interval, let burst):
-      if tatWhole < now || (tatWhole == now && tatPart == 0) { return burst }
+      if isIdle(at: now) { return burst }
       let ahead = (tatWhole - now) * permits + tatPart
       // k more conform while (TAT − now) + k·T ≤ burst·T.
       return max(0, (burst * interval - ahead) / interval)
@@ -139,6 +139,11 @@ struct PermitSchedule: Sendable, Equatable {
   /// nothing). What accrues meanwhile is capped as usual: at most the burst at `end`.
   mutating func penalize(until end: Int64) {
     penaltyEnd = max(penaltyEnd, end)
+  }
+
+  /// Token bucket: TAT is at or before `now`, so the whole burst is available.
+  private func isIdle(at now: Int64) -> Bool {
+    tatWhole < now || (tatWhole == now && tatPart == 0)
   }
 
   /// ⌈`numerator` / `denominator`⌉ for a positive denominator.

@@ -330,7 +330,7 @@ struct ArticleTests {
     let storage = ExclusivityDomain(name: "storage")  // keys shared by both queues
 
     let sync = network.addOperation(name: "sync", traits: [.exclusive("database", in: storage)]) {
-      try await Task.sleep(for: .milliseconds(20))
+      try await Task.sleep(for: .seconds(1))  // the sync itself
     }
     let vacuum = maintenance.addOperation(name: "vacuum", traits: [.exclusive("database", in: storage)]) {
       print("vacuum starts after sync:", sync.isFinished)

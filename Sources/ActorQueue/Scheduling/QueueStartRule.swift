@@ -210,6 +210,13 @@ struct QueueStartRule<Element> {
     return element
   }
 
+  /// Gives a slot to an operation that is not in the ready set (arbitration's hand-off; the
+  /// caller checked ``hasRoom``).
+  mutating func takeSlot() {
+    precondition(!startsStopped && executing < limit, "Internal inconsistency: a slot taken with no room")
+    executing += 1
+  }
+
   /// An executing operation paused at a checkpoint: its slot is free; its worker stays with it.
   mutating func operationPaused() {
     precondition(executing > 0, "Internal inconsistency: an operation paused that held no slot")

@@ -444,7 +444,7 @@ extension Scheduler {
       // One lock released (an operation with one key ended): the loop below, without its lists.
       let slot = dirtyLocks.removeLast()
       lockStates[slot].isDirty = false
-      while true {
+      while !handOff(slot, taker: taker, takerQueue: takerQueue, takerAction: &takerAction, &effects) {
         let putBack = scan(slot, &effects)
         startGreedily(taker: taker, takerQueue: takerQueue, takerAction: &takerAction, &effects)
         if !putBack || lockStates[slot].holder >= 0 { break }
@@ -472,6 +472,39 @@ extension Scheduler {
     while let slot = dirtyLocks.popLast() { lockStates[slot].isDirty = false }
     needsArbitration = false
     return takerAction
+  }
+
+  /// Starts free lock `slot`'s first waiter at once when the scan and the greedy rounds could
+  /// start nothing else: it has this one key, its queue has room and nothing ready, no other
+  /// queue with keys can start anything, and nobody hears the `.ready` state it skips. The chain
+  /// of one key's operations (one ends, the next starts) then goes through no ready set. Returns
+  /// whether it did.
+  @inline(__always)
+  private mutating func handOff(
+    _ slot: Int, taker: Worker?, takerQueue: Int, takerAction: inout WorkerAction?, _ effects: inout Effects
+  ) -> Bool {
+    guard lockStates[slot].holder < 0, lockStates[slot].reservedBy < 0,
+      let waiter = lockStates[slot].waiters.peekFirst(), exclusiveStates[waiter].more < 0
+    else { return false }
+    let queue = operations[waiter].queue
+    guard queues[queue].machine.hasRoom, queues[queue].machine.readyCount == 0,
+      queues[queue].subscribers.isEmpty,
+      operations[waiter].subscribers.isEmpty, operations[waiter].extrasBox == nil,
+      !operations[waiter].pauseHeld,
+      !operations[waiter].timeMarks.contains(.inBackoff)
+    else { return false }
+    var position = 0
+    while position < exclusiveQueues.count {  // by index: no copy of the array
+      let other = exclusiveQueues[position]
+      if other != queue && queues[other].machine.canStartNow { return false }
+      position += 1
+    }
+    _ = lockStates[slot].waiters.popFirst()
+    exclusiveStates[waiter].stamp = ExclusiveState.noStamp
+    exclusiveStates[waiter].isParked = false
+    queues[queue].machine.takeSlot()
+    start(waiter, in: queue, taker: taker, takerQueue: takerQueue, takerAction: &takerAction, &effects)
+    return true
   }
 
   /// Scans free lock `slot`'s waiters (see the top of this file); returns whether it put one back.
@@ -532,6 +565,7 @@ extension Scheduler {
         park(best, &effects)
         continue
       }
+      _ = queues[bestQueue].machine.claimWithoutWorker()
       start(best, in: bestQueue, taker: taker, takerQueue: takerQueue, takerAction: &takerAction, &effects)
     }
   }
@@ -573,12 +607,11 @@ extension Scheduler {
     return reserved
   }
 
-  /// Starts `index`, the ready head of `queue`: its slot and its keys in one step.
+  /// Starts `index`, just given a slot in `queue`: its keys in the same step.
   private mutating func start(
     _ index: Int, in queue: Int, taker: Worker?, takerQueue: Int, takerAction: inout WorkerAction?,
     _ effects: inout Effects
   ) {
-    _ = queues[queue].machine.claimWithoutWorker()
     if operations[index].timeMarks.contains(.exclusive), !exclusiveStates[index].holds {
       clearReservations(of: index)
       exclusiveStates[index].holds = true

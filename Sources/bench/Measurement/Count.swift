@@ -32,6 +32,11 @@ enum CountedWorkload: String, CaseIterable, Sendable {
   case exclusiveOneKey = "exclusive-one-key"
   /// `exclusive-one-key`'s reference: the same ops without keys on a serial queue.
   case serialMax1 = "serial-max1"
+  /// `exclusive-one-key` added to a suspended queue, then resumed: the worker's chain from one
+  /// end to the next start, with no adding task beside it.
+  case exclusiveOneKeyChain = "exclusive-one-key-chain"
+  /// `serial-max1` added to a suspended queue, then resumed.
+  case serialMax1Chain = "serial-max1-chain"
 
   /// Runs the workload `n` times.
   func run(_ n: Int) {
@@ -54,6 +59,12 @@ enum CountedWorkload: String, CaseIterable, Sendable {
         n: n, limit: ActorQueue.defaultMaxConcurrentOperationCount, traits: [[.exclusive("count-one-key")]])
     case .serialMax1:
       _ = Exclusive.actorQueue(n: n, limit: 1, traits: nil)
+    case .exclusiveOneKeyChain:
+      _ = Exclusive.actorQueue(
+        n: n, limit: ActorQueue.defaultMaxConcurrentOperationCount, traits: [[.exclusive("count-one-key")]],
+        suspended: true)
+    case .serialMax1Chain:
+      _ = Exclusive.actorQueue(n: n, limit: 1, traits: nil, suspended: true)
     case .idleStart, .idleBaseline:
       let queue = ActorQueue(name: "idle", maxConcurrentOperationCount: 4)
       let ran = DispatchSemaphore(value: 0)

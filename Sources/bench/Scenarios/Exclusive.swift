@@ -131,10 +131,13 @@ enum Exclusive {
   }
 
   /// `n` trivial ops at `limit`, op `i` with `traits[i % traits.count]` (no traits: `nil`).
-  static func actorQueue(n: Int, limit: Int, traits: [[OperationTrait]]?) -> Double {
+  /// `suspended`: the operations are added to a suspended queue, which is then resumed, so that
+  /// the worker's chain runs with no adder beside it (the chain-only count workloads).
+  static func actorQueue(n: Int, limit: Int, traits: [[OperationTrait]]?, suspended: Bool = false) -> Double {
     blocking {
       let counter = Counter()
       let queue = ActorQueue(maxConcurrentOperationCount: limit)
+      queue.isSuspended = suspended
       let body: @Sendable () -> Void = { counter.increment() }
       let start = now()
       if let traits {
@@ -142,6 +145,7 @@ enum Exclusive {
       } else {
         for _ in 0..<n { queue.addOperation(body) }
       }
+      queue.isSuspended = false
       await queue.waitUntilAllOperationsAreFinished()
       let elapsed = secondsSince(start)
       verify(counter.count == n, "ActorQueue ran \(counter.count) of \(n) ops")

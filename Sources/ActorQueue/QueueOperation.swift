@@ -89,7 +89,7 @@ public class AnyQueueOperation: Hashable, @unchecked Sendable, CustomStringConve
   /// Cost: O(1), plus O(log n) for the re-sort.
   public var queuePriority: OperationPriority {
     get { Engine.read { $0.priority(of: recordIndex) } }
-    set { Engine.mutate { $0.setPriority(newValue, of: recordIndex) } }
+    set { Engine.run { $0.changePriority(newValue, of: recordIndex, now: Engine.now, &$1) } }
   }
 
   /// The current state. A snapshot: it may change as soon as it is read.

@@ -34,26 +34,35 @@ struct PermitSchedule: Sendable, Equatable {
   /// Nothing conforms before this instant.
   private(set) var penaltyEnd = Int64.min
 
-  /// A schedule with every permit available. Preconditions (also in release builds): at least
+  /// A schedule with every permit available. Refused with a message (in every build configuration): fewer than
   /// one permit, a positive interval or window, a burst of at least one, and a burst whose
   /// duration (`burst · interval`) fits in about 146 years of nanoseconds.
   init(_ rule: Rule) {
     switch rule {
     case .tokenBucket(let permits, let interval, let burst):
-      precondition(
-        permits >= 1, "ActorQueue: a rate limiter needs at least 1 permit per interval, not \(permits)")
-      precondition(interval > 0, "ActorQueue: a rate limiter's interval must be positive, not \(interval) ns")
-      precondition(burst >= 1, "ActorQueue: a rate limiter's burst must be at least 1, not \(burst)")
+      guard permits >= 1 else {
+        fatalError("ActorQueue: a rate limiter needs at least 1 permit per interval, not \(permits)")
+      }
+      guard interval > 0 else {
+        fatalError("ActorQueue: a rate limiter's interval must be positive, not \(interval) ns")
+      }
+      guard burst >= 1 else {
+        fatalError("ActorQueue: a rate limiter's burst must be at least 1, not \(burst)")
+      }
       let (span, overflow) = burst.multipliedReportingOverflow(by: interval)
-      precondition(
-        !overflow && span <= Int64.max / 4,
-        "ActorQueue: a rate limiter's burst times its interval (\(burst) × \(interval) ns) is too long")
+      guard !overflow && span <= Int64.max / 4 else {
+        fatalError("ActorQueue: a rate limiter's burst times its interval (\(burst) × \(interval) ns) is too long")
+      }
     case .slidingWindow(let capacity, let length):
-      precondition(
-        capacity >= 1, "ActorQueue: a sliding window needs at least 1 start per window, not \(capacity)")
-      precondition(length > 0, "ActorQueue: a sliding window's length must be positive, not \(length) ns")
-      precondition(
-        length <= Int64.max / 4, "ActorQueue: a sliding window's length (\(length) ns) is too long")
+      guard capacity >= 1 else {
+        fatalError("ActorQueue: a sliding window needs at least 1 start per window, not \(capacity)")
+      }
+      guard length > 0 else {
+        fatalError("ActorQueue: a sliding window's length must be positive, not \(length) ns")
+      }
+      guard length <= Int64.max / 4 else {
+        fatalError("ActorQueue: a sliding window's length (\(length) ns) is too long")
+      }
       ring = Array(repeating: Int64.min, count: Int(capacity))
     }
     self.rule = rule

@@ -517,6 +517,8 @@ extension Scheduler {
     let old = replaced.facts
     if let stamp = old.stamp, stamp != new.stamp, !claimed {
       queues[queue].machine.withdraw(stamp: stamp, priority: operations[index].priority)
+      // A head that waited for permits may have left: what follows it may start.
+      if !queues[queue].limiters.isEmpty { needsArbitration = true }
     }
     if old.isPausedInReady != new.isPausedInReady {
       queues[queue].pausedInReady += old.isPausedInReady ? -1 : 1

@@ -52,6 +52,17 @@ struct QueueRecord: Sendable {
   /// Some operation with exclusivity keys was added (sticky): its starts are all decided by
   /// `Scheduler.arbitrate`, across the queues with keys (`Scheduler.exclusiveQueues`).
   var hasExclusiveOperations = false
+  /// Its rate limiters (`Scheduler.limiterStates` slots; see `Scheduler+RateLimits.swift`), and
+  /// the objects that keep them alive, let go of outside the lock.
+  var limiters: [Int] = []
+  var limiterObjects: [RateLimiter] = []
+  /// The greedy round (`Scheduler.greedyRound`) that passed it over: its head waits for permits.
+  var skippedRound: UInt64 = 0
+  /// When skipped: the instant its head's permits conform (nil: it waits for a better-ranked
+  /// head's start, which shares one of its limiters).
+  var throttledUntil: Int64?
+  /// The instant of its armed permit timer, if one is armed.
+  var armedThrottle: Int64?
   /// Where each whole-queue call in progress is in this queue's list (see `BulkWork`).
   var walkCursors: [WalkCursor] = []
   /// The operations whose body runs on a worker, executing or paused at a checkpoint, most
@@ -62,7 +73,7 @@ struct QueueRecord: Sendable {
   /// Whether an operation added now may start in one step (`Scheduler.startOnIdle`), as far as
   /// this record knows; the start rule decides the rest (`QueueStartRule.takeSlotOnIdle()`).
   var admitsIdleStart: Bool {
-    barriers.isEmpty && subscribers.isEmpty && !hasExcessRequests && pausedInReady == 0
+    barriers.isEmpty && subscribers.isEmpty && !hasExcessRequests && pausedInReady == 0 && limiters.isEmpty
   }
 
   /// Leaves the list of queues the current event changed; returns the next one there.

@@ -129,10 +129,15 @@ extension Scheduler {
     }
     exclusiveStates[index] = state
     operations[index].timeMarks.insert(.exclusive)
-    if !queues[queue].hasExclusiveOperations {
-      queues[queue].hasExclusiveOperations = true
-      exclusiveQueues.append(queue)
-    }
+    makeArbitrated(queue)
+  }
+
+  /// `queue`'s starts are decided by arbitration from now on (it has an operation with keys, or
+  /// limiters).
+  mutating func makeArbitrated(_ queue: Int) {
+    guard !queues[queue].hasExclusiveOperations else { return }
+    queues[queue].hasExclusiveOperations = true
+    exclusiveQueues.append(queue)
   }
 
   // MARK: An operation's locks
@@ -429,24 +434,36 @@ extension Scheduler {
   /// Decides every start of the queues with keys (see the top of this file). `taker`, a worker
   /// of `takerQueue` that holds nothing, is given the first operation started there; the others
   /// started get new workers. Returns the taker's action, `nil` when it got none.
-  mutating func arbitrate(taker: Worker?, takerQueue: Int, _ effects: inout Effects) -> WorkerAction? {
+  mutating func arbitrate(
+    taker: Worker?, takerQueue: Int, now: () -> SchedulerInstant, _ effects: inout Effects
+  ) -> WorkerAction? {
     guard !arbitrationDeferred else {
       needsArbitration = true
       return nil
     }
+    let action = arbitrateNow(taker: taker, takerQueue: takerQueue, now: now, &effects)
+    if !limitedQueues.isEmpty { armPermitTimers() }
+    return action
+  }
+
+  private mutating func arbitrateNow(
+    taker: Worker?, takerQueue: Int, now: () -> SchedulerInstant, _ effects: inout Effects
+  ) -> WorkerAction? {
     needsArbitration = false
     var takerAction: WorkerAction?
     if dirtyLocks.isEmpty {
-      startGreedily(taker: taker, takerQueue: takerQueue, takerAction: &takerAction, &effects)
+      startGreedily(taker: taker, takerQueue: takerQueue, takerAction: &takerAction, now: now, &effects)
       return takerAction
     }
     if dirtyLocks.count == 1 {
       // One lock released (an operation with one key ended): the loop below, without its lists.
       let slot = dirtyLocks.removeLast()
       lockStates[slot].isDirty = false
-      while !handOff(slot, taker: taker, takerQueue: takerQueue, takerAction: &takerAction, &effects) {
+      while !handOff(
+        slot, taker: taker, takerQueue: takerQueue, takerAction: &takerAction, now: now, &effects)
+      {
         let putBack = scan(slot, &effects)
-        startGreedily(taker: taker, takerQueue: takerQueue, takerAction: &takerAction, &effects)
+        startGreedily(taker: taker, takerQueue: takerQueue, takerAction: &takerAction, now: now, &effects)
         if !putBack || lockStates[slot].holder >= 0 { break }
       }
     } else {
@@ -462,7 +479,7 @@ extension Scheduler {
           kept += 1
         }
         scanning.removeLast(scanning.count - kept)
-        startGreedily(taker: taker, takerQueue: takerQueue, takerAction: &takerAction, &effects)
+        startGreedily(taker: taker, takerQueue: takerQueue, takerAction: &takerAction, now: now, &effects)
         scanning.removeAll { lockStates[$0].holder >= 0 }
         if scanning.isEmpty { break }
       }
@@ -481,13 +498,15 @@ extension Scheduler {
   /// whether it did.
   @inline(__always)
   private mutating func handOff(
-    _ slot: Int, taker: Worker?, takerQueue: Int, takerAction: inout WorkerAction?, _ effects: inout Effects
+    _ slot: Int, taker: Worker?, takerQueue: Int, takerAction: inout WorkerAction?,
+    now: () -> SchedulerInstant, _ effects: inout Effects
   ) -> Bool {
     guard lockStates[slot].holder < 0, lockStates[slot].reservedBy < 0,
       let waiter = lockStates[slot].waiters.peekFirst(), exclusiveStates[waiter].more < 0
     else { return false }
     let queue = operations[waiter].queue
-    guard queues[queue].machine.hasRoom, queues[queue].machine.readyCount == 0,
+    guard queues[queue].machine.hasRoom, queues[queue].limiters.isEmpty,
+      queues[queue].machine.readyCount == 0,
       queues[queue].subscribers.isEmpty,
       operations[waiter].subscribers.isEmpty, operations[waiter].extrasBox == nil,
       !operations[waiter].pauseHeld,
@@ -503,7 +522,9 @@ extension Scheduler {
     exclusiveStates[waiter].stamp = ExclusiveState.noStamp
     exclusiveStates[waiter].isParked = false
     queues[queue].machine.takeSlot()
-    start(waiter, in: queue, taker: taker, takerQueue: takerQueue, takerAction: &takerAction, &effects)
+    greedyRound &+= 1  // what a round would decide: no queue passed over
+    start(
+      waiter, in: queue, taker: taker, takerQueue: takerQueue, takerAction: &takerAction, now: now, &effects)
     return true
   }
 
@@ -541,9 +562,39 @@ extension Scheduler {
   }
 
   /// Greedy rounds: each starts the best-ranked head, across the queues with keys, that may
-  /// start; heads whose keys are taken are parked on the way.
+  /// start; heads whose keys are taken are parked on the way, and a queue whose head waits for
+  /// permits is passed over (`Scheduler+RateLimits.swift`).
   private mutating func startGreedily(
-    taker: Worker?, takerQueue: Int, takerAction: inout WorkerAction?, _ effects: inout Effects
+    taker: Worker?, takerQueue: Int, takerAction: inout WorkerAction?, now: () -> SchedulerInstant,
+    _ effects: inout Effects
+  ) {
+    repeat {
+      greedyRound &+= 1
+      roundSystemNow = nil
+      startGreedilyInRound(
+        taker: taker, takerQueue: takerQueue, takerAction: &takerAction, now: now, &effects)
+    } while skippedHeadIsBlocked()
+  }
+
+  /// Whether a head passed over for permits in this round is now blocked by keys a later start
+  /// took: another round parks it, and drops what it reserved, as a fresh arbitration would.
+  private mutating func skippedHeadIsBlocked() -> Bool {
+    var position = 0
+    while position < limitedQueues.count {  // by index: the loop mutates `self`
+      let queue = limitedQueues[position]
+      position += 1
+      if queues[queue].skippedRound == greedyRound, let head = queues[queue].machine.peekReady(),
+        operations[head].timeMarks.contains(.exclusive), isBlocked(head)
+      {
+        return true
+      }
+    }
+    return false
+  }
+
+  private mutating func startGreedilyInRound(
+    taker: Worker?, takerQueue: Int, takerAction: inout WorkerAction?, now: () -> SchedulerInstant,
+    _ effects: inout Effects
   ) {
     while true {
       var best = -1
@@ -552,7 +603,9 @@ extension Scheduler {
       while position < exclusiveQueues.count {  // by index: the loop mutates `self`
         let queue = exclusiveQueues[position]
         position += 1
-        guard queues[queue].machine.canStartNow, let head = firstStartable(in: queue, &effects) else {
+        guard queues[queue].machine.canStartNow, queues[queue].skippedRound != greedyRound,
+          let head = firstStartable(in: queue, &effects)
+        else {
           continue
         }
         if best < 0 || ranksBefore(head, best) {
@@ -561,12 +614,15 @@ extension Scheduler {
         }
       }
       guard best >= 0 else { return }
+      if !queues[bestQueue].limiters.isEmpty, !admits(best, in: bestQueue, now: now) { continue }
       if operations[best].timeMarks.contains(.exclusive), passOver(best) {
         park(best, &effects)
         continue
       }
       _ = queues[bestQueue].machine.claimWithoutWorker()
-      start(best, in: bestQueue, taker: taker, takerQueue: takerQueue, takerAction: &takerAction, &effects)
+      start(
+        best, in: bestQueue, taker: taker, takerQueue: takerQueue, takerAction: &takerAction, now: now,
+        &effects)
     }
   }
 
@@ -610,8 +666,9 @@ extension Scheduler {
   /// Starts `index`, just given a slot in `queue`: its keys in the same step.
   private mutating func start(
     _ index: Int, in queue: Int, taker: Worker?, takerQueue: Int, takerAction: inout WorkerAction?,
-    _ effects: inout Effects
+    now: () -> SchedulerInstant, _ effects: inout Effects
   ) {
+    if !queues[queue].limiters.isEmpty { takePermits(of: index, in: queue, now: now) }
     if operations[index].timeMarks.contains(.exclusive), !exclusiveStates[index].holds {
       clearReservations(of: index)
       exclusiveStates[index].holds = true
@@ -636,10 +693,10 @@ extension Scheduler {
   /// A worker of a queue with keys that holds nothing asks for work (`countedStarting`: the start
   /// rule counts it as starting): it is given what arbitration starts there first, or retires.
   mutating func claimByArbitration(
-    _ worker: Worker, queue: Int, countedStarting: Bool, _ effects: inout Effects
+    _ worker: Worker, queue: Int, countedStarting: Bool, now: () -> SchedulerInstant, _ effects: inout Effects
   ) -> WorkerAction {
     if countedStarting { queues[queue].machine.workerRetired() }
-    if let action = arbitrate(taker: worker, takerQueue: queue, &effects) { return action }
+    if let action = arbitrate(taker: worker, takerQueue: queue, now: now, &effects) { return action }
     freeQueueIfDone(queue, &effects)
     return .retire
   }

@@ -19,9 +19,24 @@ extension Scheduler {
     // Deadlines of operations just added (one already past ends its operation here).
     if hasTimeWork { settleTime(now: now, &effects) }
     if hasBulk { holdOrLetGoQueues() }
+    repeat {
+      decideStarts(now: now, &effects)
+      // Timeouts of bodies just started; operations found with an impossible cost end; the timer
+      // task.
+      if hasTimeWork { settleTime(now: now, &effects) }
+    } while firstTouched >= 0 || (needsArbitration && !arbitrationDeferred)
+    // An end that freed the last record leaves every record free: the storage is judged. Tested
+    // here, not in the callee, so that the common event makes no call.
+    if freeOperations.count == operations.count { judgeStorageIfAllFree(now: now) }
+    if sliceWork > 0 || hasBulk { endSlice(&effects) }
+  }
+
+  /// The starts of every queue the current event changed (part of `settle`).
+  @inline(__always)
+  private mutating func decideStarts(now: () -> SchedulerInstant, _ effects: inout Effects) {
     while firstTouched >= 0 || needsArbitration {
       guard firstTouched >= 0 else {
-        _ = arbitrate(taker: nil, takerQueue: -1, &effects)
+        _ = arbitrate(taker: nil, takerQueue: -1, now: now, &effects)
         if needsArbitration { break }  // deferred to the last slice of a call
         continue
       }
@@ -51,12 +66,6 @@ extension Scheduler {
         effects.spawn(Spawn(taskPriority: queues[queue].taskPriority, worker: newWorker(for: queue)))
       }
     }
-    // Timeouts of bodies just started; the timer task.
-    if hasTimeWork { settleTime(now: now, &effects) }
-    // An end that freed the last record leaves every record free: the storage is judged. Tested
-    // here, not in the callee, so that the common event makes no call.
-    if freeOperations.count == operations.count { judgeStorageIfAllFree(now: now) }
-    if sliceWork > 0 || hasBulk { endSlice(&effects) }
   }
 
   /// A queue with keys changed: its excess requests are recounted now, its starts decided by
@@ -109,7 +118,7 @@ extension Scheduler {
     _ worker: Worker, queue: Int, now: () -> SchedulerInstant, _ effects: inout Effects
   ) -> WorkerAction {
     if queues[queue].hasExclusiveOperations {
-      return claimByArbitration(worker, queue: queue, countedStarting: true, &effects)
+      return claimByArbitration(worker, queue: queue, countedStarting: true, now: now, &effects)
     }
     let step = queues[queue].machine.claimForStartingWorker()
     if step.run == nil, queues[queue].machine.executing == 0 {

@@ -218,6 +218,11 @@ extension Scheduler {
     else { return }
     let generation = queues[queue].generation
     if queues[queue].hasExclusiveOperations { exclusiveQueues.removeFirst(queue) }
+    if !queues[queue].limiters.isEmpty {
+      limitedQueues.removeFirst(queue)
+      disarmPermitTimer(of: queue)
+      effects.garbage.releaseLater(queues[queue].limiterObjects)
+    }
     for subscriber in queues[queue].subscribers { subscriber.finish(effects: &effects) }
     effects.garbage.releaseLater(queues[queue].subscribers)
     if let executor = queues[queue].taskExecutor { effects.garbage.releaseLater(executor) }

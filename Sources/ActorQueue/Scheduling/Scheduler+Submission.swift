@@ -107,6 +107,7 @@ extension Scheduler {
       if !timeStates[slot].traits.exclusive.isEmpty, !operations[index].timeMarks.contains(.exclusive) {
         beginExclusive(index, timeStates[slot].traits.exclusive, on: queue)
       }
+      if timeStates[slot].traits.cost != nil { beginCost(timeStates[slot].traits.cost, of: index, on: queue) }
       armDeadline(of: index, on: queue, now: now)
       // Read now and not again: what of the user's the traits hold (a retry policy's closures, a
       // domain) is let go of after unlocking, not when the slot is reused under the lock.

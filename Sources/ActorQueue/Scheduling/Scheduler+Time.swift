@@ -133,6 +133,7 @@ extension Scheduler {
   @inline(never)
   mutating func settleTime(now: () -> SchedulerInstant, _ effects: inout Effects) {
     hasTimeWork = false
+    if !impossibleCosts.isEmpty { endImpossibleCosts(&effects) }
     if !pendingTimes.isEmpty {
       // Swapped out, and back once emptied, so that the next event reuses its storage.
       var pending: [PendingTime] = []
@@ -211,6 +212,7 @@ extension Scheduler {
 
   /// Whether `entry` still applies: its operation has not ended and still has it armed.
   func isLive(_ entry: TimerEntry) -> Bool {
+    if entry.action == .permits { return isLivePermitTimer(entry) }
     let index = Int(entry.index)
     guard index < operations.count, operations[index].isLive else { return false }
     switch entry.action {
@@ -228,6 +230,8 @@ extension Scheduler {
     case .retry:
       // One backoff at a time: the mark says whether it still applies.
       return operations[index].id.rawValue == entry.key && operations[index].timeMarks.contains(.inBackoff)
+    case .permits:
+      return isLivePermitTimer(entry)
     }
   }
 
@@ -287,17 +291,24 @@ extension Scheduler {
 
   /// A manual clock moves to `target` (nanoseconds since it was made): the timers due by then
   /// fire in instant order, each with the clock at its instant; then the clock reads `target`,
-  /// and what those ends made ready starts.
+  /// and what those ends made ready starts. Returns whether the clock stopped short of `target`
+  /// (the caller calls again, once it has performed this event's effects): it stops at each
+  /// instant a queue's head waits for permits until, so that they are granted then, as the
+  /// system clock's timers would (`Scheduler+RateLimits.swift`).
+  @discardableResult
   mutating func advanceManualClock(
     _ clock: UInt64, to target: Int64, now: () -> SchedulerInstant, _ effects: inout Effects
-  ) {
-    guard let current = manualClocks[clock]?.now else { return }
+  ) -> Bool {
+    guard let current = manualClocks[clock]?.now else { return false }
     precondition(
       target >= current,
       "ActorQueue: a manual clock cannot go back (it is at \(current) ns, asked for \(target) ns)")
-    fireDue(on: clock, through: target, &effects)
-    manualClocks[clock]?.now = target
+    var stop = target
+    if !limitedQueues.isEmpty, let permits = earliestPermitTimer(on: clock) { stop = min(stop, permits) }
+    fireDue(on: clock, through: stop, &effects)
+    manualClocks[clock]?.now = stop
     settle(now: now, &effects)
+    return stop < target
   }
 
   /// The earliest entry of `clock`'s heap, live or stale.
@@ -339,6 +350,8 @@ extension Scheduler {
       if let waiter { effects.complete { waiter.continuation.resume(returning: false) } }
     case .retry:
       backoffEnded(index, &effects)
+    case .permits:
+      permitTimerFired(entry)
     }
   }
 

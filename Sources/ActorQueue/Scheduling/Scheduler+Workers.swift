@@ -90,7 +90,7 @@ extension Scheduler {
   ) -> WorkerAction {
     let action =
       queues[queue].hasExclusiveOperations
-      ? claimByArbitration(worker, queue: queue, countedStarting: false, &effects)
+      ? claimByArbitration(worker, queue: queue, countedStarting: false, now: now, &effects)
       : apply(queues[queue].machine.claimNext(), worker: worker, queue: queue, &effects)
     settle(now: now, &effects)
     return action
@@ -127,7 +127,7 @@ extension Scheduler {
     if queues[queue].hasExclusiveOperations {
       // Keys arrived while it lingered: arbitration decides this queue's starts now.
       queues[queue].machine.stopLingering()
-      let action = claimByArbitration(worker, queue: queue, countedStarting: true, &effects)
+      let action = claimByArbitration(worker, queue: queue, countedStarting: true, now: now, &effects)
       settle(now: now, &effects)
       return action
     }

@@ -53,6 +53,9 @@
 // - Exclusivity by key (`Scheduler+Exclusivity.swift`): the starts of a queue that ever had an
 //   operation with keys are all decided by one arbitration across those queues, at the end of
 //   each event (`settle`) or for a worker that asks; other queues start as described above.
+// - Rate limits (`RateLimit/Scheduler+RateLimits.swift`): a queue with limiters is decided by the
+//   same arbitration, which admits a head only when its limiters have its cost's permits, and
+//   arms one timer per queue whose head waits for them.
 //
 // Design choices:
 // - Dense indices. An operation's record is created with its handle (`AnyQueueOperation`) and
@@ -168,6 +171,21 @@ struct Scheduler: Sendable {
   var needsArbitration = false
   /// Passes over after which a waiter reserves its keys (a test's value may lower it).
   var agingLimit = Scheduler.defaultAgingLimit
+
+  // Rate limits (see `Scheduler+RateLimits.swift`).
+  /// Limiters by slot; the free slots; the queues that have limiters.
+  var limiterStates: [LimiterState] = []
+  var freeLimiterSlots: [Int] = []
+  var limitedQueues: [Int] = []
+  /// The cost of each operation whose cost is not 1 (`OperationTrait.cost`), by record.
+  var costs: [Int: Int64] = [:]
+  /// Counts greedy rounds: a queue or limiter marked with the current one was passed over in it.
+  var greedyRound: UInt64 = 1
+  /// The system clock's instant, read once per greedy round that needs it.
+  var roundSystemNow: Int64?
+  /// Operations found waiting with a cost their queue's limiters can never grant: they end when
+  /// the event settles.
+  var impossibleCosts: [(index: Int, id: OperationID)] = []
 
   /// Time traits the current event noted, armed when it settles.
   var pendingTimes: [PendingTime] = []
@@ -365,6 +383,20 @@ struct Scheduler: Sendable {
         "Internal inconsistency: \(operations[index].id) has a place in the ready set in no ready phase")
     }
     assert(effects.isEmpty, "Internal inconsistency: re-sorting recorded effects")
+  }
+
+  /// The public priority change: ``setPriority(_:of:)``, and in a queue with rate limiters, an
+  /// arbitration (a new head may have its permits where the old one waited).
+  mutating func changePriority(
+    _ priority: OperationPriority, of index: Int, now: () -> SchedulerInstant, _ effects: inout Effects
+  ) {
+    setPriority(priority, of: index)
+    // A caller's handle to coalesced work changes its work's priority.
+    let leader = operations[index].leader
+    let queue = leader >= 0 ? operations[leader].queue : operations[index].queue
+    guard queue >= 0, !queues[queue].limiters.isEmpty else { return }
+    needsArbitration = true
+    settle(now: now, &effects)
   }
 
   /// Changes the limit (validated by the caller). Raising it may start operations at once.

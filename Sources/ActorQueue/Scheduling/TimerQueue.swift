@@ -10,6 +10,9 @@ struct TimerEntry: Sendable {
     case waitTimeout
     /// A retried operation's backoff ended: it competes for a slot again.
     case retry
+    /// The permits that a queue's head waits for conform (``key`` is ``permitKey(_:)`` of the
+    /// queue, ``index`` the queue's record).
+    case permits
   }
 
   /// The instant, in nanoseconds of the entry's clock.
@@ -27,6 +30,18 @@ struct TimerEntry: Sendable {
     self.index = Int32(truncatingIfNeeded: index)
     self.action = action
   }
+
+  /// A queue's permit timer (`Scheduler+RateLimits.swift`).
+  init(at: Int64, queue: Int, generation: UInt64) {
+    self.at = at
+    self.key = Self.permitKey(generation)
+    self.index = Int32(truncatingIfNeeded: queue)
+    self.action = .permits
+  }
+
+  /// The key of the permit timer of the queue of `generation`: after every operation's key, so
+  /// that at one instant deadlines, timeouts and backoffs act before permits are granted.
+  static func permitKey(_ generation: UInt64) -> UInt64 { 1 << 63 | generation }
 
   init(at: Int64, index: Int, waiter token: UInt64) {
     self.at = at
@@ -173,6 +188,8 @@ struct TimeTraits: Sendable {
   var retry: RetryPolicy?
   /// The `.exclusive` traits, as given (resolved against the queue when it is added).
   var exclusive = ExclusiveRequests()
+  /// The permits one start costs (`.cost`; 1 when not given).
+  var cost: Int64?
 
   init() {}
 
@@ -200,6 +217,8 @@ struct TimeTraits: Sendable {
         retry = policy
       case .exclusive(let request):
         if !request.keys.isEmpty { exclusive.append(request) }
+      case .cost(let permits):
+        cost = permits
       }
     }
   }

@@ -151,6 +151,7 @@ extension Scheduler {
     let index = handle.recordIndex
     if let policy = traits.retry { beginRetries(of: index, policy) }
     if !traits.exclusive.isEmpty { beginExclusive(index, traits.exclusive, on: queue) }
+    if traits.cost != nil { beginCost(traits.cost, of: index, on: queue) }
     if traits.timeout != nil {
       // Armed when its body starts; `enqueue` arms the deadline from it.
       modifyTime(of: index) { $0.traits = traits }

@@ -19,6 +19,7 @@ public struct OperationTrait: Sendable, CustomStringConvertible {
     case timeout(Duration, nanoseconds: Int64)
     case retry(RetryPolicy)
     case exclusive(ExclusiveRequest)
+    case cost(Int64)
   }
 
   let kind: Kind
@@ -78,6 +79,7 @@ public struct OperationTrait: Sendable, CustomStringConvertible {
     case .exclusive(let request):
       "exclusive \(request.keys.map(\.description).joined(separator: ", "))"
         + (request.domain.map { " in \($0)" } ?? "")
+    case .cost(let permits): "cost \(permits)"
     }
   }
 }

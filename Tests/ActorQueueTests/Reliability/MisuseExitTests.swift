@@ -212,3 +212,49 @@ struct ReliabilityMisuseTests {
     Self.expectNamesMisuse(result, ["legacy sync", "cannot run twice", ".retry"])
   }
 }
+
+/// Rate limits' bad input (beyond.md §1.6 d, item 8): refused with a message in every build.
+@Suite("Reliability: rate-limit misuse")
+struct RateLimitMisuseTests {
+  private static func expectMessage(
+    _ result: ExitTest.Result?, _ words: [String], sourceLocation: SourceLocation = #_sourceLocation
+  ) {
+    let text = result.map { String(decoding: $0.standardErrorContent, as: UTF8.self) } ?? ""
+    for word in words {
+      #expect(text.contains(word), "stderr does not name the misuse (\(word)):\n\(text)", sourceLocation: sourceLocation)
+    }
+    #expect(!text.contains("Precondition failed") && !text.contains("Internal inconsistency"), "\(text)")
+  }
+
+  @Test("No permits, a zero interval, no burst, an empty window: each refused with a message")
+  func badLimiters() async {
+    var result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      _ = RateLimiterProbe.tokenBucket(permits: 0, seconds: 1, burst: 1)
+    }
+    Self.expectMessage(result, ["at least 1 permit", "not 0"])
+    result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      _ = RateLimiterProbe.tokenBucket(permits: 1, seconds: 0, burst: 1)
+    }
+    Self.expectMessage(result, ["interval must be positive"])
+    result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      _ = RateLimiterProbe.tokenBucket(permits: 1, seconds: 1, burst: 0)
+    }
+    Self.expectMessage(result, ["burst must be at least 1"])
+    result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      _ = RateLimiterProbe.slidingWindow(maxStarts: 0, seconds: 1)
+    }
+    Self.expectMessage(result, ["at least 1 start per window"])
+  }
+
+  @Test("A negative cost, and a limiter of another clock, are refused with a message")
+  func badUse() async {
+    var result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      RateLimiterProbe.negativeCost()
+    }
+    Self.expectMessage(result, [".cost(-1)", "must not be negative"])
+    result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      RateLimiterProbe.limiterOfAnotherClock()
+    }
+    Self.expectMessage(result, ["counts time on the manual", "runs on the system clock"])
+  }
+}

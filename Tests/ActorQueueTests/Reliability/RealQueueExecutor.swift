@@ -222,6 +222,8 @@ private final class RealRun {
   let clock = ManualClock()
   /// The script's shared exclusivity domain.
   let sharedDomain = ExclusivityDomain(name: "script")
+  /// The script's rate limiters.
+  let limiters: [RateLimiter]
   var boxes: [QueueBox?] = []
   var weakBoxes: [Weak<QueueBox>] = []
   var weakQueues: [Weak<ActorQueue>] = []
@@ -242,7 +244,9 @@ private final class RealRun {
     self.script = script
     self.checkFreeingEachStep = checkFreeingEachStep
     self.checkFreeingAtEnd = checkFreeingAtEnd
-    model = ReferenceModel(queueLimits: script.queueLimits)
+    model = ReferenceModel(queueLimits: script.queueLimits, limiters: script.limiters ?? [])
+    let queueClock = clock.queueClock
+    limiters = (script.limiters ?? []).map { $0.limiter(clock: queueClock) }
     checker.attach(fence.events, queue: InvariantChecker.fence)
     for (index, limit) in script.queueLimits.enumerated() {
       // Odd-numbered queues run their bodies on a dispatch queue of their own.
@@ -271,7 +275,7 @@ private final class RealRun {
       index += 1
     }
     // The end: let everything end, release every queue, drop every handle.
-    for _ in 0..<16 {
+    for _ in 0..<200 {  // a slow limiter grants one start per drain round
       let steps = model.drainSteps()
       if steps.isEmpty { break }
       for step in steps {
@@ -286,6 +290,7 @@ private final class RealRun {
     for op in model.sortedOpIndices where model.state(of: op)?.isTerminal != true {
       return ScriptFailure(step: nil, message: "model: op\(op) did not end after the drain (test bug)")
     }
+    if let violation = model.rateViolation() { return ScriptFailure(step: nil, message: violation) }
     let enqueued = ids.filter { model.ops[$0.key]?.enqueued == true }.map(\.value)
     await checker.wait { snapshot in enqueued.allSatisfy { snapshot.latest[$0]?.isTerminal == true } }
     let snapshot = checker.snapshot
@@ -396,6 +401,16 @@ private final class RealRun {
         message:
           "after \(step): the clock reads \(instant) ns with \(live) live timers, expected \(model.now) s "
           + "and \(model.armedTimerCount)")
+    }
+    for (number, limiter) in limiters.enumerated() {
+      let schedule = Engine.read { $0.limiterStates[limiter.slot].schedule }
+      if schedule != model.limiterSchedules[number] {
+        return ScriptFailure(
+          step: index,
+          message:
+            "after \(step): limiter \(number)'s permits are \(schedule), the model's \(model.limiterSchedules[number])"
+        )
+      }
     }
     if checkFreeingEachStep, expectation != .skip, let failure = await checkFreed(since: terminalBefore) {
       return ScriptFailure(step: index, message: "after \(step): \(failure)")
@@ -677,6 +692,12 @@ private final class RealRun {
       return add(op, to: queue, priority: priority, traits: traits, spec)
     case .addRetrying(let op, let queue, let priority, let retry, let spec):
       return add(op, to: queue, priority: priority, traits: retry.traits, spec, failures: retry.failures)
+    case .setLimiters(let queue, let listed):
+      boxes[queue]!.queue.rateLimiters = listed.map { limiters[$0] }
+    case .addCosted(let op, let queue, let priority, let cost, let spec):
+      return add(op, to: queue, priority: priority, traits: [.cost(cost)], spec)
+    case .penalize(let limiter, let seconds):
+      limiters[limiter].penalize(for: .seconds(seconds))
     }
     return nil
   }

@@ -41,6 +41,9 @@ struct ValueExecutor: ScriptExecutor {
   /// Ops parked for keys, and waiters that reserved their keys after being passed over.
   static let parked = Atomic<Int>(0)
   static let reserved = Atomic<Int>(0)
+  /// Starts that took permits, and heads that waited for them.
+  static let grants = Atomic<Int>(0)
+  static let throttled = Atomic<Int>(0)
 
   func run(_ script: Script) async -> ScriptFailure? {
     var run = ValueRun(script: script, waitsOutLingers: waitsOutLingers)
@@ -67,6 +70,8 @@ private struct ValueRun {
   let clock: UInt64 = 1_000_000
   /// The script's shared exclusivity domain.
   let sharedDomain = ExclusivityDomain(name: "script")
+  /// The script's rate limiters: slots of this value's own.
+  var limiters: [Int] = []
   /// The state each op ended in, as first seen: it must never change.
   var ended: [Int: OperationState] = [:]
 
@@ -74,7 +79,7 @@ private struct ValueRun {
     self.script = script
     self.waitsOutLingers = waitsOutLingers
     interleaves = (script.seed >> 3) % 4 != 0 && script.sliceLimit < Scheduler.defaultSliceLimit
-    model = ReferenceModel(queueLimits: script.queueLimits)
+    model = ReferenceModel(queueLimits: script.queueLimits, limiters: script.limiters ?? [])
     harness.scheduler.sliceLimit = script.sliceLimit
     // Aging after 1 or 2 passes over in most scripts (16 would never come up in a short one).
     let aging = [1, 2, 16][Int(script.seed >> 11 % 3)]
@@ -83,6 +88,9 @@ private struct ValueRun {
     harness.registerManualClock(clock)
     for limit in script.queueLimits {
       queues.append(harness.makeQueue(limit: limit == -1 ? .max : limit, clock: clock))
+    }
+    for spec in script.limiters ?? [] {
+      limiters.append(harness.scheduler.createLimiter(PermitSchedule(spec.rule), clock: clock))
     }
   }
 
@@ -95,7 +103,7 @@ private struct ValueRun {
       if let failure = perform(script.steps[index], index: index, next: next) { return failure }
       index += tookNext ? 2 : 1
     }
-    for _ in 0..<16 {
+    for _ in 0..<200 {  // a slow limiter grants one start per drain round
       let steps = model.drainSteps()
       if steps.isEmpty { break }
       for step in steps {
@@ -116,6 +124,9 @@ private struct ValueRun {
       if case .rescheduled = entry { ValueExecutor.rescheduled.add(1, ordering: .relaxed) }
     }
     ValueExecutor.parked.add(model.parks, ordering: .relaxed)
+    ValueExecutor.grants.add(model.grants, ordering: .relaxed)
+    ValueExecutor.throttled.add(model.throttles, ordering: .relaxed)
+    if let violation = model.rateViolation() { return ScriptFailure(step: nil, message: violation) }
     ValueExecutor.reserved.add(model.reservations, ordering: .relaxed)
     for op in model.sortedOpIndices where model.ops[op]?.enqueued == true {
       let state = harness.state(Self.name(op))
@@ -288,6 +299,22 @@ private struct ValueRun {
       armed += (timers.deadline == nil ? 0 : 1) + (timers.timeout == nil ? 0 : 1)
       armed += scheduler.armedBackoff(of: index) == nil ? 0 : 1
     }
+    // Rate limits: each queue's permit timer and each limiter's permits are the model's.
+    for (scriptQueue, queue) in queues.enumerated() where scheduler.queues[queue].isLive {
+      let armedThrottle = scheduler.queues[queue].armedThrottle
+      if armedThrottle != nil { armed += 1 }
+      let expected = model.queues[scriptQueue].armedThrottle.map { Int64($0) * second }
+      if armedThrottle != expected {
+        return
+          "q\(scriptQueue)'s permit timer is at \(armedThrottle.map(String.init) ?? "none") ns, expected "
+          + "\(expected.map(String.init) ?? "none")"
+      }
+    }
+    for (number, slot) in limiters.enumerated()
+    where scheduler.limiterStates[slot].schedule != model.limiterSchedules[number] {
+      return "limiter \(number)'s permits are \(scheduler.limiterStates[slot].schedule), the model's "
+        + "\(model.limiterSchedules[number])"
+    }
     if live != armed || live != model.armedTimerCount {
       return
         "the clock's heap has \(live) live timers, the records \(armed) armed, the model \(model.armedTimerCount)"
@@ -436,7 +463,7 @@ private struct ValueRun {
     case .cancelAll(let queue), .setLimit(let queue, _), .setSuspended(let queue, _), .pauseAll(let queue),
       .resumeAll(let queue), .setLimitPausingExcess(let queue, _):
       return [queue]
-    case .open, .openFully, .dropHandle, .releaseQueue, .advance:
+    case .open, .openFully, .dropHandle, .releaseQueue, .advance, .setLimiters, .addCosted, .penalize:
       return nil
     }
   }
@@ -558,7 +585,9 @@ private struct ValueRun {
       harness.event { s, now, e in s.setSuspended(suspended, of: target, now: now, &e) }
     case .setPriority(let op, let priority):
       let index = harness.index(Self.name(op))
-      harness.event { s, _, _ in s.setPriority(OperationPriority.allCases[priority], of: index) }
+      harness.event { s, now, e in
+        s.changePriority(OperationPriority.allCases[priority], of: index, now: now, &e)
+      }
     case .open, .openFully, .dropHandle:
       break  // bodies move when the model moves them; the value's records live with the harness
     case .pause(let op):
@@ -600,6 +629,21 @@ private struct ValueRun {
       } else {
         harness.addPrepared(Self.name(op), priority: priority, traits: traits, to: queues[queue])
       }
+    case .setLimiters(let queue, let listed):
+      let slots = listed.map { limiters[$0] }
+      let target = queues[queue]
+      harness.event { s, now, e in s.setRateLimiters(slots, keeping: [], of: target, now: now, &e) }
+    case .addCosted(let op, let queue, let priority, let cost, _):
+      let priority = OperationPriority.allCases[priority]
+      if op.isMultiple(of: 2) {
+        harness.add(Self.name(op), priority: priority, traits: [.cost(cost)], to: queues[queue])
+      } else {
+        harness.addPrepared(Self.name(op), priority: priority, traits: [.cost(cost)], to: queues[queue])
+      }
+    case .penalize(let limiter, let seconds):
+      let slot = limiters[limiter]
+      let end = harness.scheduler.manualNow(of: clock) + Int64(seconds) * 1_000_000_000
+      harness.event { s, now, e in s.penalize(slot, until: end, now: now, &e) }
     case .addRetrying(let op, let queue, let priority, let retry, _):
       let priority = OperationPriority.allCases[priority]
       if op.isMultiple(of: 2) {
@@ -781,6 +825,8 @@ struct ValueRandomScriptTests {
         + "\(ValueExecutor.rescheduled.load(ordering: .relaxed)) failed attempts were retried; "
         + "\(ValueExecutor.parked.load(ordering: .relaxed)) ops parked for keys, "
         + "\(ValueExecutor.reserved.load(ordering: .relaxed)) waiters reserved theirs; "
+        + "\(ValueExecutor.grants.load(ordering: .relaxed)) starts took permits, "
+        + "\(ValueExecutor.throttled.load(ordering: .relaxed)) times a head waited for them; "
         + "\(FreeRecordCheck.checkedRecords.load(ordering: .relaxed)) free records were as reuse assumes; "
         + "\(PhaseCheck.checkedRecords.load(ordering: .relaxed)) live records' phases agreed with their queues"
     )

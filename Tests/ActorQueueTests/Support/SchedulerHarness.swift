@@ -163,7 +163,13 @@ struct SchedulerHarness {
   /// `ManualClock.advance(by:)` does.
   mutating func advance(_ clock: UInt64, by duration: Duration) {
     let target = scheduler.manualNow(of: clock) &+ duration.wholeNanoseconds
-    event { scheduler, now, effects in scheduler.advanceManualClock(clock, to: target, now: now, &effects) }
+    // Each stop at a permit timer is an event of its own, its slices done before the next, as
+    // `ManualClock.advance` does; the last one's may wait (`continuesBulkAtOnce`).
+    while event({ scheduler, now, effects in
+      scheduler.advanceManualClock(clock, to: target, now: now, &effects)
+    }) {
+      while continueBulk() {}
+    }
   }
 
   /// Submits prepared operations in one batch.

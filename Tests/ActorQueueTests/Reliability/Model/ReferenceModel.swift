@@ -1,4 +1,4 @@
-import ActorQueue
+@testable import ActorQueue
 
 /// A model operation's state: the five the tests tell apart.
 enum ModelState: String, Codable, Sendable, Hashable {
@@ -210,6 +210,8 @@ struct ReferenceModel: Sendable {
     var mayHaveTimedOut = false
     /// When its body first started.
     var startedAt: Int?
+    /// The step in which it last got a slot.
+    var slotStep: Int?
 
     // Retry
     /// Its policy and traits (an `addRetrying` op).
@@ -228,6 +230,10 @@ struct ReferenceModel: Sendable {
     var parked = false
     /// Times a start took one of its locks while it was parked with a better rank.
     var passedOver = 0
+
+    // Rate limits
+    /// The permits one start takes from each limiter of its queue.
+    var cost = 1
 
     // Coalescing
     /// A caller's handle: the shared work it follows.
@@ -253,8 +259,14 @@ struct ReferenceModel: Sendable {
   struct Queue: Sendable {
     var limit: Int
     var suspended = false
-    /// An op with locks was added (sticky): its starts are decided by `arbitrate()`.
+    /// An op with locks was added, or it was given limiters (sticky): its starts are decided by
+    /// `arbitrate()`.
     var hasKeys = false
+    /// Its rate limiters (the script's, by number).
+    var limiters: [Int] = []
+    /// Its permit timer: the instant (seconds) its head's permits conform, as its last greedy
+    /// round decided.
+    var armedThrottle: Int?
     var released = false
     /// Released while suspended: nothing in it can get a slot again.
     var releasedSuspended = false
@@ -270,6 +282,16 @@ struct ReferenceModel: Sendable {
   private var reservedBy: [ModelLock: Int] = [:]
   private var reservers: [Int] = []
   private var dirty: Set<ModelLock> = []
+  /// Rate limits: each limiter's permits (the scheduler's arithmetic, checked on its own in
+  /// PermitScheduleTests), each limiter's starts (instant in seconds, cost) for the rate
+  /// invariant, and heads found with a cost their limiters never grant (they end at settle).
+  private(set) var limiterSpecs: [LimiterSpec]
+  private(set) var limiterSchedules: [PermitSchedule]
+  private(set) var limiterStarts: [[(at: Int, cost: Int)]]
+  private var impossibleHeads: [Int] = []
+  /// Grants through a limiter, and heads that waited for permits, so far.
+  private(set) var grants = 0
+  private(set) var throttles = 0
   /// Passes over after which a parked op reserves its locks (the scheduler's `agingLimit`).
   var agingLimit = 16
   /// Ops parked for locks, and waiters that reserved their locks (aging), so far.
@@ -290,7 +312,10 @@ struct ReferenceModel: Sendable {
   /// slot), "opN cancelled" (cancelled while paused), as the scheduler value's harness logs them.
   private var checkpointLog: [String] = []
 
-  init(queueLimits: [Int]) {
+  init(queueLimits: [Int], limiters: [LimiterSpec] = []) {
+    limiterSpecs = limiters
+    limiterSchedules = limiters.map { PermitSchedule($0.rule) }
+    limiterStarts = limiters.map { _ in [] }
     queues = queueLimits.map { Queue(limit: $0 == -1 ? .max : $0) }
     for (index, limit) in queueLimits.enumerated() { journal.append(.queue(index, limit: limit)) }
   }
@@ -560,7 +585,44 @@ struct ReferenceModel: Sendable {
       return .done
     case .advance(let seconds):
       guard seconds >= 0 else { return .skip }
-      advanceClock(to: now + seconds)
+      // Stops at each permit timer's instant, as the scheduler's advance does (a stop is settled
+      // as a step of its own: grants happen at their instants).
+      let target = now + seconds
+      while let stop = earliestThrottle(), stop < target {
+        advanceClock(to: stop)
+        settle()
+      }
+      advanceClock(to: target)
+      return .done
+    case .setLimiters(let queue, let limiters):
+      guard isLive(queue: queue), limiters.allSatisfy({ $0 >= 0 && $0 < limiterSpecs.count }) else {
+        return .skip
+      }
+      var listed: [Int] = []
+      for limiter in limiters where !listed.contains(limiter) { listed.append(limiter) }
+      queues[queue].limiters = listed
+      if listed.isEmpty {
+        queues[queue].armedThrottle = nil
+      } else {
+        queues[queue].hasKeys = true
+        // Waiting ops that cost more than a limiter grants at once end, in submission order.
+        let capacity = capacity(of: queue)
+        for op in unfinished(in: queue)
+        where ops[op]!.state == .waiting && ops[op]!.cost > capacity && !ops[op]!.state.isTerminal {
+          end(op, as: .failed)
+        }
+      }
+      return .done
+    case .addCosted(let op, let queue, let priority, let cost, let body):
+      guard isLive(queue: queue), ops[op] == nil, validCaptures(body), cost >= 0 else { return .skip }
+      create(op, queue: queue, priority: priority, body: body)
+      ops[op]!.cost = cost
+      enqueue(op)
+      if !queues[queue].limiters.isEmpty, cost > capacity(of: queue) { end(op, as: .failed) }
+      return .done
+    case .penalize(let limiter, let seconds):
+      guard limiter >= 0, limiter < limiterSpecs.count, seconds >= 0 else { return .skip }
+      limiterSchedules[limiter].penalize(until: Int64(now + seconds) * Self.second)
       return .done
     case .addExclusive(let op, let queue, let priority, let keys, let shared, let body):
       guard isLive(queue: queue), ops[op] == nil, validCaptures(body) else { return .skip }
@@ -841,7 +903,9 @@ struct ReferenceModel: Sendable {
     // Only a waiting op can be ended by another's timer (an executing one runs to its body's end).
     let waiting = Set(due.filter { ops[$0.op]!.state == .waiting }.map(\.op))
     for op in Set(due.filter(\.deadline).map(\.op)).sorted() {
-      journal.append(.deadlinePassed(op: op, step: step))
+      // Given a slot at an earlier stop of this advance (a permit timer's), before its deadline:
+      // from the next step on it must get none (no body moves during an advance).
+      journal.append(.deadlinePassed(op: op, step: ops[op]!.slotStep == step ? step + 1 : step))
     }
     var acted = Set<Int>()
     for timer in due {
@@ -910,7 +974,7 @@ struct ReferenceModel: Sendable {
   var armedTimerCount: Int {
     ops.values.reduce(0) {
       $0 + ($1.deadlineAt == nil ? 0 : 1) + ($1.timeoutAt == nil ? 0 : 1) + ($1.backoffAt == nil ? 0 : 1)
-    }
+    } + queues.filter { $0.armedThrottle != nil }.count
   }
 
   /// Whether `op` waits out a retry's backoff (it must hold no slot and no worker).
@@ -974,6 +1038,16 @@ struct ReferenceModel: Sendable {
     repeat {
       startWhatMayStart()
       endLocks()
+      // Heads found with a cost their limiters never grant end, and what follows them may start.
+      while !impossibleHeads.isEmpty {
+        let found = impossibleHeads
+        impossibleHeads = []
+        for op in found where ops[op]!.state == .waiting && ops[op]!.cost > capacity(of: ops[op]!.queue) {
+          end(op, as: .failed)
+        }
+        startWhatMayStart()
+        endLocks()
+      }
     } while releaseUnkept()
     noteMovable()
   }
@@ -1064,6 +1138,15 @@ struct ReferenceModel: Sendable {
 
   /// Gives `index`, a ready op or a paused body competing for a slot, a slot.
   private mutating func start(_ index: Int) {
+    let queue = ops[index]!.queue
+    if !queues[queue].limiters.isEmpty, ops[index]!.state != .executing, ops[index]!.cost > 0 {
+      // A start takes its cost from each of its queue's limiters; a paused body, nothing.
+      grants += 1
+      for limiter in queues[queue].limiters {
+        limiterSchedules[limiter].consume(cost: Int64(ops[index]!.cost), at: Int64(now) * Self.second)
+        limiterStarts[limiter].append((now, ops[index]!.cost))
+      }
+    }
     if !ops[index]!.locks.isEmpty, !ops[index]!.holdsLocks {
       clearReservations(of: index, markingDirty: false)
       ops[index]!.holdsLocks = true
@@ -1073,6 +1156,7 @@ struct ReferenceModel: Sendable {
     nextStart += 1
     ops[index]!.startOrder = nextStart
     ops[index]!.holdsSlot = true
+    ops[index]!.slotStep = step
     if ops[index]!.state == .executing {
       // A paused body given a slot: its checkpoint returns.
       ops[index]!.inReady = false
@@ -1197,9 +1281,26 @@ struct ReferenceModel: Sendable {
   }
 
   private mutating func startGreedily() {
+    // A head passed over for permits whose keys a later start took: another round parks it and
+    // drops what it reserved.
+    while greedyRound() {}
+  }
+
+  /// One greedy round; returns whether a head it passed over for permits is blocked by keys now.
+  private mutating func greedyRound() -> Bool {
+    // Passed over in this round (a head waiting for permits), with the instant its permits
+    // conform (nil: it waits for a better-ranked head sharing a limiter, or its cost is
+    // impossible); limiters reserved by such heads against later-ranked ones.
+    var skipped: [Int: Int?] = [:]
+    var blocked: Set<Int> = []
+    defer {
+      for queue in queues.indices where !queues[queue].limiters.isEmpty {
+        queues[queue].armedThrottle = skipped[queue] ?? nil
+      }
+    }
     while true {
       var best: Int?
-      for queue in queues.indices where queues[queue].hasKeys && hasRoom(queue) {
+      for queue in queues.indices where queues[queue].hasKeys && hasRoom(queue) && skipped[queue] == nil {
         let candidates = sortedOpIndices.filter { op in
           let model = ops[op]!
           return model.queue == queue
@@ -1215,13 +1316,93 @@ struct ReferenceModel: Sendable {
           break
         }
       }
-      guard let best else { return }
+      guard let best else {
+        return skipped.keys.contains { queue in
+          let heads = sortedOpIndices.filter { op in
+            let model = ops[op]!
+            return model.queue == queue
+              && (isReady(model) || (model.pausedInBody && model.inReady && !model.threw))
+          }.sorted(by: ranksBefore)
+          return heads.first.map(isBlocked) ?? false
+        }
+      }
+      let queue = ops[best]!.queue
+      if !queues[queue].limiters.isEmpty, let waits = admission(of: best, in: queue, blocked: blocked) {
+        skipped[queue] = .some(waits.until)
+        if waits.reserves { blocked.formUnion(queues[queue].limiters) }
+        continue
+      }
       if passOver(best) {
         ops[best]!.parked = true
         continue
       }
       start(best)
     }
+  }
+
+  /// Whether `head`, the round's best, waits for permits: nil when it may start; else when its
+  /// permits conform (nil: never by a timer of its own) and whether it reserves its limiters.
+  private mutating func admission(of head: Int, in queue: Int, blocked: Set<Int>) -> (
+    until: Int?, reserves: Bool
+  )? {
+    let model = ops[head]!
+    if model.state == .executing || model.cost == 0 { return nil }  // a paused body; a free op
+    let instant = Int64(now) * Self.second
+    var conforms = Int64.min
+    var waitsForAnother = false
+    var impossible = false
+    for limiter in queues[queue].limiters {
+      if blocked.contains(limiter) {
+        waitsForAnother = true
+      } else if Int64(model.cost) > limiterSchedules[limiter].capacity {
+        impossible = true
+      } else {
+        conforms = max(
+          conforms, limiterSchedules[limiter].conformingInstant(cost: Int64(model.cost), now: instant))
+      }
+    }
+    if !impossible && !waitsForAnother && conforms <= instant { return nil }
+    if impossible {
+      impossibleHeads.append(head)
+      return (nil, false)
+    }
+    throttles += 1
+    guard !waitsForAnother else { return (nil, true) }
+    precondition(conforms % Self.second == 0, "a script's limiter granted between whole seconds")
+    return (Int(conforms / Self.second), true)
+  }
+
+  private static let second: Int64 = 1_000_000_000
+
+  /// The most one start may cost in `queue`.
+  private func capacity(of queue: Int) -> Int {
+    queues[queue].limiters.map { Int(limiterSchedules[$0].capacity) }.min() ?? .max
+  }
+
+  /// The earliest permit timer.
+  func earliestThrottle() -> Int? { queues.compactMap(\.armedThrottle).min() }
+
+  /// The rate invariant, checked on the model's own starts by brute force (not with the
+  /// schedule's arithmetic): a token bucket's starts cost at most `burst + t / interval` in any
+  /// closed stretch of length `t`; a sliding window's at most its capacity in any window.
+  func rateViolation() -> String? {
+    for (limiter, spec) in limiterSpecs.enumerated() {
+      let starts = limiterStarts[limiter]
+      for first in starts {
+        for last in starts where last.at >= first.at {
+          let inside = starts.filter { $0.at >= first.at && $0.at <= last.at }.reduce(0) { $0 + $1.cost }
+          let allowed =
+            spec.window
+            ? (last.at - first.at < spec.seconds ? spec.capacity : .max)
+            : spec.capacity + (last.at - first.at) / spec.seconds
+          if inside > allowed {
+            return
+              "limiter \(limiter) (\(spec)) granted \(inside) permits in [\(first.at), \(last.at)] s, at most \(allowed)"
+          }
+        }
+      }
+    }
+    return nil
   }
 
   private mutating func passOver(_ op: Int) -> Bool {
@@ -1361,7 +1542,8 @@ struct ReferenceModel: Sendable {
     }
     // Backoffs end when the clock gets there: to the earliest, after the permits.
     let backoff = ops.values.filter { !$0.state.isTerminal }.compactMap(\.backoffAt).min()
-    if let backoff { steps.append(.advance(seconds: backoff - now)) }
+    let wake = [backoff, earliestThrottle()].compactMap { $0 }.min()
+    if let wake { steps.append(.advance(seconds: wake - now)) }
     guard steps.isEmpty else { return steps }
     for queue in queues.indices where isLive(queue: queue) {
       let paused = unfinished(in: queue).contains { op in

@@ -10,9 +10,12 @@ struct Script: Codable, Sendable, CustomStringConvertible {
   /// Initial `maxConcurrentOperationCount` of each queue (-1: unlimited).
   var queueLimits: [Int]
   var steps: [Step]
+  /// The rate limiters its queues may list (`setLimiters`), on its manual clock; nil in scripts
+  /// printed before there were any.
+  var limiters: [LimiterSpec]?
 
   var description: String {
-    var lines = ["script seed \(seed), queues (limits) \(queueLimits):"]
+    var lines = ["script seed \(seed), queues (limits) \(queueLimits), limiters \(limiters ?? []):"]
     for (index, step) in steps.enumerated() { lines.append("  \(index): \(step)") }
     return lines.joined(separator: "\n")
   }
@@ -123,9 +126,20 @@ enum Step: Codable, Sendable, Hashable, CustomStringConvertible {
   /// `queue.addOperation(priority:, traits: [.exclusive(keys..., in: shared ? domain : nil)]) { body }`:
   /// keys numbered 0 to 2, in the script's one shared domain or the queue's own.
   case addExclusive(op: Int, queue: Int, priority: Int, keys: [Int], shared: Bool, body: BodySpec)
+  /// `queue.rateLimiters = [limiters...]`: the script's limiters by number (a repeat counts once).
+  case setLimiters(queue: Int, limiters: [Int])
+  /// `queue.addOperation(priority:, traits: [.cost(cost)]) { body }`
+  case addCosted(op: Int, queue: Int, priority: Int, cost: Int, body: BodySpec)
+  /// `limiter.penalize(for: .seconds(seconds))`
+  case penalize(limiter: Int, seconds: Int)
 
   var description: String {
     switch self {
+    case .setLimiters(let queue, let limiters):
+      "q\(queue).rateLimiters = [" + limiters.map { "l\($0)" }.joined(separator: ", ") + "]"
+    case .addCosted(let op, let queue, let priority, let cost, let body):
+      "op\(op) = q\(queue).addOperation(priority: \(priority.priorityName), traits: [.cost(\(cost))]) { \(body) }"
+    case .penalize(let limiter, let seconds): "l\(limiter).penalize(for: \(seconds) s)"
     case .addExclusive(let op, let queue, let priority, let keys, let shared, let body):
       "op\(op) = q\(queue).addOperation(priority: \(priority.priorityName), traits: [.exclusive("
         + keys.map { "k\($0)" }.joined(separator: ", ") + (shared ? ", in: shared" : "") + ")]) { \(body) }"
@@ -179,6 +193,32 @@ struct Dependency: Codable, Sendable, Hashable, CustomStringConvertible {
 
   var description: String {
     "op\(dependent).addDependency(op\(dependency)\(mustSucceed ? ", requiring: .success" : ""))"
+  }
+}
+
+/// A rate limiter of a script, in whole seconds of its manual clock, so that every instant it
+/// grants at is a whole second: a token bucket of one permit per `seconds` with burst
+/// `capacity`, or a sliding window of `capacity` starts per `seconds`.
+struct LimiterSpec: Codable, Sendable, Hashable, CustomStringConvertible {
+  var window: Bool
+  var capacity: Int
+  var seconds: Int
+
+  var rule: PermitSchedule.Rule {
+    let length = Int64(seconds) * 1_000_000_000
+    return window
+      ? .slidingWindow(capacity: Int64(capacity), length: length)
+      : .tokenBucket(permits: 1, interval: length, burst: Int64(capacity))
+  }
+
+  func limiter(clock: QueueClock) -> RateLimiter {
+    window
+      ? .slidingWindow(maxStarts: capacity, per: .seconds(seconds), clock: clock)
+      : .tokenBucket(permits: 1, per: .seconds(seconds), burst: capacity, clock: clock)
+  }
+
+  var description: String {
+    window ? "window \(capacity)/\(seconds) s" : "bucket 1/\(seconds) s burst \(capacity)"
   }
 }
 

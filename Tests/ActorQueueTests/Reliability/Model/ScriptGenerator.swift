@@ -19,6 +19,14 @@ struct ScriptGenerator: Sendable {
     let count = minSteps + random.below(maxSteps - minSteps + 1)
     // One script in three adds most of its plain ops with keys instead, so keys contend.
     let keyHeavy = random.chance(33)
+    // Two rate limiters in every script; one script in four lists them early and adds costed ops.
+    let limiters = (0..<2).map { _ in
+      LimiterSpec(window: random.chance(35), capacity: 1 + random.below(3), seconds: 1 + random.below(2))
+    }
+    let rateHeavy = random.chance(25)
+    if rateHeavy {
+      steps.append(.setLimiters(queue: random.below(queueCount), limiters: random.chance(70) ? [0] : [0, 1]))
+    }
 
     func body(_ random: inout SplitMix64, queues: Int) -> BodySpec {
       let checkpoints = random.chance(60) ? 1 + random.below(2) : 0
@@ -40,8 +48,9 @@ struct ScriptGenerator: Sendable {
     }
 
     while steps.count < count {
-      var roll = random.below(172)
+      var roll = random.below(190)
       if keyHeavy, roll < 18 { roll = 158 }
+      if rateHeavy, roll < 18 { roll = 178 }
       switch roll {
       case 0..<18:
         let queue = liveQueue(&random)
@@ -194,10 +203,24 @@ struct ScriptGenerator: Sendable {
             body: body(&random, queues: queueCount)))
         ops.append((nextOp, queue, false))
         nextOp += 1
+      case 172..<178:
+        // Now and then none; mostly one, the first shared by queues more often.
+        let listed: [Int] = random.chance(15) ? [] : random.chance(60) ? [random.below(2)] : [0, 1]
+        steps.append(.setLimiters(queue: liveQueue(&random), limiters: listed))
+      case 178..<187:
+        let queue = liveQueue(&random)
+        steps.append(
+          .addCosted(
+            op: nextOp, queue: queue, priority: random.below(5), cost: random.pick([0, 1, 1, 2, 2, 3, 4]),
+            body: body(&random, queues: queueCount)))
+        ops.append((nextOp, queue, false))
+        nextOp += 1
+      case 187..<189:
+        steps.append(.penalize(limiter: random.below(2), seconds: 1 + random.below(3)))
       default:
         steps.append(.advance(seconds: 1 + random.below(2)))
       }
     }
-    return Script(seed: seed, queueLimits: limits, steps: steps)
+    return Script(seed: seed, queueLimits: limits, steps: steps, limiters: limiters)
   }
 }

@@ -7,12 +7,7 @@ private struct BodyError: Error, Equatable {}
 
 /// Reads an operation's error as the timeout it must be.
 private func timeout(of operation: QueueOperation<some Sendable>) async -> OperationTimeoutError? {
-  do {
-    _ = try await operation.value
-    return nil
-  } catch {
-    return error as? OperationTimeoutError
-  }
+  await thrownError(OperationTimeoutError.self, by: operation)
 }
 
 /// Deadlines and execution timeouts (beyond.md §1.2 d), on a manual clock: no test sleeps, and

@@ -268,10 +268,5 @@ private struct RetryTestError: Error {}
 
 /// Reads an operation's error as the rate-limit error it must be.
 private func rateLimitError(of operation: QueueOperation<some Sendable>) async -> RateLimitError? {
-  do {
-    _ = try await operation.value
-    return nil
-  } catch {
-    return error as? RateLimitError
-  }
+  await thrownError(RateLimitError.self, by: operation)
 }

@@ -34,9 +34,10 @@ struct PermitSchedule: Sendable, Equatable {
   /// Nothing conforms before this instant.
   private(set) var penaltyEnd = Int64.min
 
-  /// A schedule with every permit available. Refused with a message (in every build configuration): fewer than
-  /// one permit, a positive interval or window, a burst of at least one, and a burst whose
-  /// duration (`burst · interval`) fits in about 146 years of nanoseconds.
+  /// A schedule with every permit available. Refused with a message, in every build
+  /// configuration, unless it has at least one permit, a positive interval or window, a burst of
+  /// at least one, and a burst whose duration (`burst · interval`) fits in about 146 years of
+  /// nanoseconds.
   init(_ rule: Rule) {
     switch rule {
     case .tokenBucket(let permits, let interval, let burst):
@@ -51,7 +52,8 @@ struct PermitSchedule: Sendable, Equatable {
       }
       let (span, overflow) = burst.multipliedReportingOverflow(by: interval)
       guard !overflow && span <= Int64.max / 4 else {
-        fatalError("ActorQueue: a rate limiter's burst times its interval (\(burst) × \(interval) ns) is too long")
+        fatalError(
+          "ActorQueue: a rate limiter's burst times its interval (\(burst) × \(interval) ns) is too long")
       }
     case .slidingWindow(let capacity, let length):
       guard capacity >= 1 else {

@@ -221,7 +221,9 @@ struct RateLimitMisuseTests {
   ) {
     let text = result.map { String(decoding: $0.standardErrorContent, as: UTF8.self) } ?? ""
     for word in words {
-      #expect(text.contains(word), "stderr does not name the misuse (\(word)):\n\(text)", sourceLocation: sourceLocation)
+      #expect(
+        text.contains(word), "stderr does not name the misuse (\(word)):\n\(text)",
+        sourceLocation: sourceLocation)
     }
     #expect(!text.contains("Precondition failed") && !text.contains("Internal inconsistency"), "\(text)")
   }

@@ -19,6 +19,8 @@ enum RateLimiterProbe {
 
   static func limiterOfAnotherClock() {
     let queue = ActorQueue(name: "api")
-    queue.rateLimiters = [.tokenBucket(permits: 1, per: .seconds(1), burst: 1, clock: ManualClock().queueClock)]
+    queue.rateLimiters = [
+      .tokenBucket(permits: 1, per: .seconds(1), burst: 1, clock: ManualClock().queueClock)
+    ]
   }
 }

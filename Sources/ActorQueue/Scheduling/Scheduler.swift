@@ -366,6 +366,10 @@ struct Scheduler: Sendable {
       return
     }
     if operations[index].timeMarks.contains(.exclusive) { exclusivePriorityChanged(index) }
+    // In a queue with rate limiters, a new head may have its permits where the old one waited
+    // (the event settles: `changePriority`, or the coalescing call that raised a work's priority).
+    let queue = operations[index].queue
+    if queue >= 0, !queues[queue].limiters.isEmpty { needsArbitration = true }
     guard let stamp = operations[index].phase.stamp else { return }
     let moved = queues[operations[index].queue].machine.reprioritize(
       index, stamp: stamp, order: operations[index].order, from: old, to: priority)
@@ -385,18 +389,13 @@ struct Scheduler: Sendable {
     assert(effects.isEmpty, "Internal inconsistency: re-sorting recorded effects")
   }
 
-  /// The public priority change: ``setPriority(_:of:)``, and in a queue with rate limiters, an
-  /// arbitration (a new head may have its permits where the old one waited).
+  /// The public priority change: ``setPriority(_:of:)``, settled when it asks for an
+  /// arbitration (in a queue with rate limiters).
   mutating func changePriority(
     _ priority: OperationPriority, of index: Int, now: () -> SchedulerInstant, _ effects: inout Effects
   ) {
     setPriority(priority, of: index)
-    // A caller's handle to coalesced work changes its work's priority.
-    let leader = operations[index].leader
-    let queue = leader >= 0 ? operations[leader].queue : operations[index].queue
-    guard queue >= 0, !queues[queue].limiters.isEmpty else { return }
-    needsArbitration = true
-    settle(now: now, &effects)
+    if needsArbitration { settle(now: now, &effects) }
   }
 
   /// Changes the limit (validated by the caller). Raising it may start operations at once.

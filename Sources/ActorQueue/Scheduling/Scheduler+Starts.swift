@@ -50,6 +50,10 @@ extension Scheduler {
       if queues[queue].hasExcessRequests || queues[queue].pausedInReady > 0 || queues[queue].hasExternalWork {
         startWithoutWorkers(queue, &effects)
       }
+      if startsEagerly {
+        startEagerly(queue, now: now, &effects)
+        continue
+      }
       if queues[queue].machine.readyCount > 0, queues[queue].machine.isLingering {
         effects.wakeLingerer = true
       }
@@ -64,6 +68,28 @@ extension Scheduler {
           Spawn(taskPriority: queues[queue].taskPriority, worker: worker, first: first))
       } else {
         effects.spawn(Spawn(taskPriority: queues[queue].taskPriority, worker: newWorker(for: queue)))
+      }
+    }
+  }
+
+  /// A stop of a manual clock's advance (`startsEagerly`): what may start in `queue` starts now,
+  /// each on a new worker with its operation. A worker asked for, or a lingering one woken, would
+  /// claim only when it runs, after the next stop may have made other operations ready; workers
+  /// already counted as starting find nothing and retire.
+  @inline(never)
+  private mutating func startEagerly(_ queue: Int, now: () -> SchedulerInstant, _ effects: inout Effects) {
+    if queues[queue].machine.executing == 0, queues[queue].machine.readyCount > 0 {
+      queues[queue].linger.workArrived(at: now())
+    }
+    while let index = queues[queue].machine.claimWithoutWorker() {
+      if operations[index].phase.isPausedInBody {
+        grantSlot(toPaused: index, &effects)
+      } else if operations[index].external != nil {
+        startExternalInSlot(index, &effects)
+      } else {
+        let worker = newWorker(for: queue)
+        let first = run(index, on: worker, queue: queue, &effects)
+        effects.spawn(Spawn(taskPriority: queues[queue].taskPriority, worker: worker, first: first))
       }
     }
   }

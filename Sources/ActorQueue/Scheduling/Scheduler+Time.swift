@@ -305,6 +305,8 @@ extension Scheduler {
       "ActorQueue: a manual clock cannot go back (it is at \(current) ns, asked for \(target) ns)")
     var stop = target
     if !limitedQueues.isEmpty, let permits = earliestPermitTimer(on: clock) { stop = min(stop, permits) }
+    // Until the last stop, and through the slices of each, starts are claimed in their event.
+    startsEagerly = stop < target
     fireDue(on: clock, through: stop, &effects)
     manualClocks[clock]?.now = stop
     settle(now: now, &effects)

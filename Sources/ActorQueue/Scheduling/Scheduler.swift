@@ -183,6 +183,10 @@ struct Scheduler: Sendable {
   var greedyRound: UInt64 = 1
   /// The system clock's instant, read once per greedy round that needs it.
   var roundSystemNow: Int64?
+  /// A manual clock's advance has stopped short of its target (from that stop's event until the
+  /// last stop's): starts are claimed in their event (`startEagerly`), as the next stop follows
+  /// at once.
+  var startsEagerly = false
   /// Operations found waiting with a cost their queue's limiters can never grant: they end when
   /// the event settles.
   var impossibleCosts: [(index: Int, id: OperationID)] = []

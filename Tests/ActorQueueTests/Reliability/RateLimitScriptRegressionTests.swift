@@ -62,4 +62,25 @@ struct RateLimitScriptRegressionTests {
       ]}
       """)
   }
+
+  /// q1's permit timer made the advance stop at 1 s, where op3's backoff ended on q0, whose
+  /// worker lingered: woken, it claimed only after the next stop had made op5 ready too, and
+  /// took op5 (a higher priority) where the model started op3 at the stop. Until an advance's
+  /// last stop, starts are claimed in their event.
+  @Test("At a stop of an advance, what may start starts in that event, not when a worker next runs")
+  func stopsStartEagerly() async throws {
+    try await run(
+      """
+      {"seed": 6063504546303241863, "queueLimits": [1, 1], "limiters": [{"window": false, "capacity": 1, "seconds": 1}, {"window": true, "capacity": 2, "seconds": 1}], "steps": [
+        {"setLimiters": {"queue": 1, "limiters": [0]}},
+        {"addExclusive": {"queue": 1, "shared": true, "body": {"checksCancellation": false, "auto": true, "checkpoints": 0, "pauseHandlers": false, "throwing": false}, "op": 1, "priority": 4, "keys": [1, 2]}},
+        {"addRetrying": {"queue": 0, "retry": {"attempts": 3, "backoff": 1, "failures": 2}, "body": {"auto": true, "checkpoints": 1, "pauseHandlers": false, "checksCancellation": false, "throwing": false}, "op": 3, "priority": 0}},
+        {"addCosted": {"queue": 1, "cost": 1, "body": {"pauseHandlers": false, "throwing": false, "checksCancellation": true, "auto": false, "checkpoints": 2}, "op": 4, "priority": 4}},
+        {"setSuspended": {"queue": 1, "suspended": false}},
+        {"setSuspended": {"queue": 0, "suspended": false}},
+        {"addRetrying": {"queue": 0, "retry": {"timeout": 1, "attempts": 2, "backoff": 2, "failures": 1}, "body": {"checksCancellation": false, "throwing": true, "auto": true, "checkpoints": 0, "pauseHandlers": false}, "op": 5, "priority": 1}},
+        {"advance": {"seconds": 2}}
+      ]}
+      """)
+  }
 }

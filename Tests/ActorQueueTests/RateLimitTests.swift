@@ -234,6 +234,16 @@ struct RateLimitTests {
     await queue.waitUntilAllOperationsAreFinished()
   }
 
+  @Test("On the system clock, the timer task grants: every operation ends")
+  func systemClockGrants() async {
+    let queue = ActorQueue(name: "api")
+    queue.rateLimiters = [.tokenBucket(permits: 1, per: .milliseconds(1), burst: 1)]
+    // The burst starts one; each of the others waits for the timer task, not for an event.
+    let operations = (0..<5).map { number in queue.addOperation(name: "op\(number)") {} }
+    await queue.waitUntilAllOperationsAreFinished()
+    #expect(operations.allSatisfy { $0.state == .finished })
+  }
+
   @Test("Limit 2: never more than 2 execute; each attempt of a retried operation takes a permit")
   func limitAndRetry() async throws {
     let clock = ManualClock()

@@ -8,8 +8,75 @@ import Testing
 /// is exact.
 @Suite("Rate limits", .timeLimit(.minutes(hangLimitMinutes)))
 struct RateLimitTests {
+  @Test(
+    "Token bucket 10/s, burst 5: 5 start at once, then one every 100 ms exactly, also through one long advance"
+  )
+  func tokenBucketPaces() async {
+    await #expect(processExitsWith: .success) { await Scenario.tokenBucketPaces() }
+  }
+
+  @Test("Sliding window 10/s: 25 operations start 10 at t0, 10 at 1 s, 5 at 2 s")
+  func slidingWindow() async {
+    await #expect(processExitsWith: .success) { await Scenario.slidingWindow() }
+  }
+
+  @Test(
+    "A waiting head holds no slot and no worker; a suspended queue consumes nothing and resumes with the burst"
+  )
+  func waitingHoldsNothing() async {
+    await #expect(processExitsWith: .success) { await Scenario.waitingHoldsNothing() }
+  }
+
+  @Test("Strict order: a head costing 3 with 2 permits holds back the cheaper operations behind it")
+  func strictOrder() async {
+    await #expect(processExitsWith: .success) { await Scenario.strictOrder() }
+  }
+
+  @Test("One limiter shared by two queues grants in the order of their heads")
+  func sharedLimiterOrder() async {
+    await #expect(processExitsWith: .success) { await Scenario.sharedLimiterOrder() }
+  }
+
+  @Test("penalize(for: 30 s): nothing starts before +30 s, then the burst")
+  func penalty() async {
+    await #expect(processExitsWith: .success) { await Scenario.penalty() }
+  }
+
+  @Test(
+    "A cost above the burst ends the operation at once; so does a live change that makes a waiting cost impossible"
+  )
+  func impossibleCost() async {
+    await #expect(processExitsWith: .success) { try await Scenario.impossibleCost() }
+  }
+
+  @Test("Cancelling the waiting head ends it at once, takes nothing, and the next head's timer is armed")
+  func cancelWaitingHead() async {
+    await #expect(processExitsWith: .success) { await Scenario.cancelWaitingHead() }
+  }
+
+  @Test("On the system clock, the timer task grants: every operation ends")
+  func systemClockGrants() async {
+    let queue = ActorQueue(name: "api")
+    queue.rateLimiters = [.tokenBucket(permits: 1, per: .milliseconds(1), burst: 1)]
+    // The burst starts one; each of the others waits for the timer task, not for an event.
+    let operations = (0..<5).map { number in queue.addOperation(name: "op\(number)") {} }
+    await queue.waitUntilAllOperationsAreFinished()
+    #expect(operations.allSatisfy { $0.state == .finished })
+  }
+
+  @Test("Limit 2: never more than 2 execute; each attempt of a retried operation takes a permit")
+  func limitAndRetry() async {
+    await #expect(processExitsWith: .success) { try await Scenario.limitAndRetry() }
+  }
+}
+
+/// The scenarios of the tests above, each run in a child process of its own: a queue with
+/// limiters decides its starts by arbitration, which a call done in slices anywhere in the process
+/// defers to its last slice, so another test's long `cancelAllOperations()` would move these
+/// grants off the instants they check (as it did under the address sanitizer).
+private enum Scenario {
   /// Operations that stay executing until `gate` opens.
-  private func add(
+  static func add(
     _ count: Int, to queue: ActorQueue, cost: Int? = nil, name: String = "op", gate: Gate
   ) -> [QueueOperation<Void>] {
     (0..<count).map { number in
@@ -19,20 +86,17 @@ struct RateLimitTests {
     }
   }
 
-  private func started(_ operations: [QueueOperation<Void>]) -> Int {
+  static func started(_ operations: [QueueOperation<Void>]) -> Int {
     operations.filter { $0.state != .ready && $0.state != .pending }.count
   }
 
   /// The slots taken and the workers asked for in `queue` (a waiting head takes neither).
-  private func slotsAndWorkers(_ queue: ActorQueue) -> (executing: Int, starting: Int) {
+  static func slotsAndWorkers(_ queue: ActorQueue) -> (executing: Int, starting: Int) {
     let index = queue.index
     return Engine.read { ($0.queues[index].machine.executing, $0.queues[index].machine.startingWorkers) }
   }
 
-  @Test(
-    "Token bucket 10/s, burst 5: 5 start at once, then one every 100 ms exactly, also through one long advance"
-  )
-  func tokenBucketPaces() async {
+  static func tokenBucketPaces() async {
     let clock = ManualClock()
     let queue = ActorQueue(name: "api", clock: clock.queueClock)
     queue.rateLimiters = [.tokenBucket(permits: 10, per: .seconds(1), burst: 5, clock: clock.queueClock)]
@@ -59,8 +123,7 @@ struct RateLimitTests {
     #expect(operations.allSatisfy { $0.state == .finished })
   }
 
-  @Test("Sliding window 10/s: 25 operations start 10 at t0, 10 at 1 s, 5 at 2 s")
-  func slidingWindow() async {
+  static func slidingWindow() async {
     let clock = ManualClock()
     let queue = ActorQueue(name: "api", clock: clock.queueClock)
     queue.rateLimiters = [.slidingWindow(maxStarts: 10, per: .seconds(1), clock: clock.queueClock)]
@@ -77,10 +140,7 @@ struct RateLimitTests {
     await queue.waitUntilAllOperationsAreFinished()
   }
 
-  @Test(
-    "A waiting head holds no slot and no worker; a suspended queue consumes nothing and resumes with the burst"
-  )
-  func waitingHoldsNothing() async {
+  static func waitingHoldsNothing() async {
     let clock = ManualClock()
     let queue = ActorQueue(name: "api", clock: clock.queueClock)
     let limiter = RateLimiter.tokenBucket(permits: 1, per: .seconds(1), burst: 2, clock: clock.queueClock)
@@ -113,8 +173,7 @@ struct RateLimitTests {
     #expect(later.allSatisfy { $0.state == .finished })
   }
 
-  @Test("Strict order: a head costing 3 with 2 permits holds back the cheaper operations behind it")
-  func strictOrder() async {
+  static func strictOrder() async {
     let clock = ManualClock()
     let queue = ActorQueue(name: "api", clock: clock.queueClock)
     queue.rateLimiters = [.tokenBucket(permits: 1, per: .seconds(1), burst: 3, clock: clock.queueClock)]
@@ -141,8 +200,7 @@ struct RateLimitTests {
     await queue.waitUntilAllOperationsAreFinished()
   }
 
-  @Test("One limiter shared by two queues grants in the order of their heads")
-  func sharedLimiterOrder() async {
+  static func sharedLimiterOrder() async {
     let clock = ManualClock()
     let first = ActorQueue(name: "q1", clock: clock.queueClock)
     let second = ActorQueue(name: "q2", clock: clock.queueClock)
@@ -168,8 +226,7 @@ struct RateLimitTests {
     await second.waitUntilAllOperationsAreFinished()
   }
 
-  @Test("penalize(for: 30 s): nothing starts before +30 s, then the burst")
-  func penalty() async {
+  static func penalty() async {
     let clock = ManualClock()
     let queue = ActorQueue(name: "api", clock: clock.queueClock)
     let limiter = RateLimiter.tokenBucket(permits: 10, per: .seconds(1), burst: 2, clock: clock.queueClock)
@@ -188,10 +245,7 @@ struct RateLimitTests {
     await queue.waitUntilAllOperationsAreFinished()
   }
 
-  @Test(
-    "A cost above the burst ends the operation at once; so does a live change that makes a waiting cost impossible"
-  )
-  func impossibleCost() async throws {
+  static func impossibleCost() async throws {
     let clock = ManualClock()
     let queue = ActorQueue(name: "api", clock: clock.queueClock)
     queue.rateLimiters = [.tokenBucket(permits: 1, per: .seconds(1), burst: 3, clock: clock.queueClock)]
@@ -213,8 +267,7 @@ struct RateLimitTests {
     await queue.waitUntilAllOperationsAreFinished()
   }
 
-  @Test("Cancelling the waiting head ends it at once, takes nothing, and the next head's timer is armed")
-  func cancelWaitingHead() async {
+  static func cancelWaitingHead() async {
     let clock = ManualClock()
     let queue = ActorQueue(name: "api", clock: clock.queueClock)
     let limiter = RateLimiter.tokenBucket(permits: 1, per: .seconds(1), burst: 3, clock: clock.queueClock)
@@ -234,18 +287,7 @@ struct RateLimitTests {
     await queue.waitUntilAllOperationsAreFinished()
   }
 
-  @Test("On the system clock, the timer task grants: every operation ends")
-  func systemClockGrants() async {
-    let queue = ActorQueue(name: "api")
-    queue.rateLimiters = [.tokenBucket(permits: 1, per: .milliseconds(1), burst: 1)]
-    // The burst starts one; each of the others waits for the timer task, not for an event.
-    let operations = (0..<5).map { number in queue.addOperation(name: "op\(number)") {} }
-    await queue.waitUntilAllOperationsAreFinished()
-    #expect(operations.allSatisfy { $0.state == .finished })
-  }
-
-  @Test("Limit 2: never more than 2 execute; each attempt of a retried operation takes a permit")
-  func limitAndRetry() async throws {
+  static func limitAndRetry() async throws {
     let clock = ManualClock()
     let queue = ActorQueue(name: "api", maxConcurrentOperationCount: 2, clock: clock.queueClock)
     let limiter = RateLimiter.tokenBucket(permits: 100, per: .seconds(1), burst: 10, clock: clock.queueClock)

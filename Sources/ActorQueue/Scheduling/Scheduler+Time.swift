@@ -304,7 +304,11 @@ extension Scheduler {
       target >= current,
       "ActorQueue: a manual clock cannot go back (it is at \(current) ns, asked for \(target) ns)")
     var stop = target
-    if !limitedQueues.isEmpty, let permits = earliestPermitTimer(on: clock) { stop = min(stop, permits) }
+    // A permit timer at or before the clock's instant is one a deferred arbitration has not
+    // re-armed yet: never a stop, so that every call moves the clock.
+    if !limitedQueues.isEmpty, let permits = earliestPermitTimer(on: clock), permits > current {
+      stop = min(stop, permits)
+    }
     // Until the last stop, and through the slices of each, starts are claimed in their event.
     startsEagerly = stop < target
     fireDue(on: clock, through: stop, &effects)

@@ -184,6 +184,12 @@ private enum Scenario {
     let free = add(1, to: queue, cost: 0, name: "free", gate: gate)
     #expect(started(first) == 1)
     #expect(started(costly + cheap + free) == 0)
+    // The wait report names the head's permits and their instant; those behind it wait in turn.
+    let report = queue.waitReport()
+    #expect(report.first { $0.id == costly[0].id }?.waitingFor == [.permits(until: clock.now + .seconds(1))])
+    #expect(report.filter { $0.id != costly[0].id }.allSatisfy { $0.waitingFor == [.slot] })
+    #expect(report.count == 5)
+    #expect("\(report[0])".hasSuffix("ready: permits until \(clock.now + .seconds(1))"))
     clock.advance(by: .seconds(1) - .nanoseconds(1))
     #expect(started(costly + cheap + free) == 0)
     // The third permit: the costly head starts, then what follows it in turn.

@@ -43,7 +43,7 @@ public struct OperationWaitReport: Sendable, Hashable, CustomStringConvertible {
     /// The operation waited for: the dependency of ``dependency(_:)``, the holder of
     /// ``key(_:heldBy:)``; `nil` for the others.
     public let operation: OperationID?
-    /// The instant of ``retry(at:)`` and ``deadline(_:)``; `nil` for the others.
+    /// The instant of ``retry(at:)``, ``deadline(_:)`` and ``permits(until:)``; `nil` for the others.
     public let instant: QueueDeadline?
     /// The key of ``key(_:heldBy:)``; `nil` for the others.
     public let key: ExclusivityKey?
@@ -82,14 +82,23 @@ public struct OperationWaitReport: Sendable, Hashable, CustomStringConvertible {
     public static func deadline(_ instant: QueueDeadline) -> Reason {
       Reason(kind: .deadline, instant: instant)
     }
+    /// It is its queue's next operation to start and waits for permits of the queue's
+    /// ``ActorQueue/ActorQueue/rateLimiters``, which its cost (``OperationTrait/cost(_:)``)
+    /// conforms to at `instant`, the earliest its queue's limiters can grant it: holding no slot
+    /// and no task, as the operations behind it (which list ``slot``). A better-ranked head of
+    /// another queue that shares a limiter takes the permits first.
+    public static func permits(until instant: QueueDeadline) -> Reason {
+      Reason(kind: .permits, instant: instant)
+    }
 
     /// `dependency op#9`, `slot`, `suspended`, `paused`, `retry at 1.5s (manual #3)`,
-    /// `deadline at 30.0s (system)`, `key "db" held by op#12`.
+    /// `deadline at 30.0s (system)`, `key "db" held by op#12`, `permits until 0.2s (manual #1)`.
     public var description: String {
       switch kind {
       case .dependency: "dependency \(operation.map(String.init(describing:)) ?? "?")"
       case .retry: "retry at \(instant.map(String.init(describing:)) ?? "?")"
       case .deadline: "deadline at \(instant.map(String.init(describing:)) ?? "?")"
+      case .permits: "permits until \(instant.map(String.init(describing:)) ?? "?")"
       case .key:
         "key \(key.map(String.init(describing:)) ?? "?") held by \(operation.map(String.init(describing:)) ?? "?")"
       default: kind.description
@@ -114,10 +123,12 @@ public struct OperationWaitReport: Sendable, Hashable, CustomStringConvertible {
       public static let deadline = Kind(rawValue: 5)
       /// ``Reason/key(_:heldBy:)``.
       public static let key = Kind(rawValue: 6)
+      /// ``Reason/permits(until:)``.
+      public static let permits = Kind(rawValue: 7)
 
-      /// `dependency`, `slot`, `suspended`, `paused`, `retry`, `deadline` or `key`.
+      /// `dependency`, `slot`, `suspended`, `paused`, `retry`, `deadline`, `key` or `permits`.
       public var description: String {
-        ["dependency", "slot", "suspended", "paused", "retry", "deadline", "key"][Int(rawValue)]
+        ["dependency", "slot", "suspended", "paused", "retry", "deadline", "key", "permits"][Int(rawValue)]
       }
     }
   }

@@ -27,7 +27,6 @@ struct LimiterState: Sendable {
   var clock: UInt64
   /// The greedy round in which a waiting head reserved it against later-ranked heads.
   var blockedRound: UInt64 = 0
-  var isLive = true
 }
 
 extension Scheduler {
@@ -47,7 +46,6 @@ extension Scheduler {
   /// The limiter's object is gone: no queue lists it any more (a queue's record keeps the
   /// objects of its limiters).
   mutating func freeLimiter(_ slot: Int) {
-    limiterStates[slot].isLive = false
     freeLimiterSlots.append(slot)
   }
 

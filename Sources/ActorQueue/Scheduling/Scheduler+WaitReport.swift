@@ -2,15 +2,20 @@
 extension Scheduler {
   /// Every operation of `queue` that has not started or whose body is paused, with what it waits
   /// for, in submission order. O(operations of the queue + timers of its clock), in one hold of
-  /// the lock; copies names, retains nothing of the user's.
-  func waitReport(of queue: Int) -> [OperationWaitReport] {
+  /// the lock; copies names, retains nothing of the user's. `now`: the system clock's instant.
+  func waitReport(of queue: Int, now: () -> SchedulerInstant) -> [OperationWaitReport] {
     let clock = QueueClock(id: queues[queue].clock)
     let instants = timerInstants(on: clock.id)
     let suspended = queues[queue].machine.isSuspended
+    let throttledHead = suspended ? nil : throttledHead(of: queue, now: now)
     var reports: [OperationWaitReport] = []
     var index = queues[queue].first
     while index >= 0 {
       if var reasons = waitReasons(of: index, suspended: suspended) {
+        if let (head, until) = throttledHead, head == index {
+          if queues[queue].machine.hasRoom { reasons.removeAll { $0 == .slot } }
+          reasons.append(.permits(until: QueueDeadline(clock: clock, nanoseconds: until)))
+        }
         let marks = operations[index].timeMarks
         if marks.contains(.inBackoff), let at = instants[index]?.retry {
           reasons.append(.retry(at: QueueDeadline(clock: clock, nanoseconds: at)))
@@ -64,6 +69,22 @@ extension Scheduler {
     }
     if suspended { reasons.append(.suspended) }
     return reasons
+  }
+
+  /// The ready head of `queue` (which has limiters) and the instant its permits conform, when that
+  /// is later than now; `nil` otherwise.
+  private func throttledHead(of queue: Int, now: () -> SchedulerInstant) -> (index: Int, until: Int64)? {
+    guard !queues[queue].limiters.isEmpty else { return nil }
+    var machine = queues[queue].machine  // a copy: peeking may drop withdrawn entries
+    guard let head = machine.peekReady(), case .ready = operations[head].phase else { return nil }
+    let cost = cost(of: head)
+    guard cost > 0 else { return nil }
+    let instant = instant(of: queues[queue].clock, now: now)
+    var conforms = Int64.min
+    for slot in queues[queue].limiters where cost <= limiterStates[slot].schedule.capacity {
+      conforms = max(conforms, limiterStates[slot].schedule.conformingInstant(cost: cost, now: instant))
+    }
+    return conforms > instant ? (head, conforms) : nil
   }
 
   /// The armed deadlines and backoffs on `clock`, by record: one pass over its timers.

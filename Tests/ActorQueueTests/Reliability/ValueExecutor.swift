@@ -221,7 +221,7 @@ private struct ValueRun {
     }
     for (scriptQueue, queue) in queues.enumerated() {
       var reported: [Int: OperationWaitReport] = [:]
-      for report in scheduler.waitReport(of: queue) {
+      for report in scheduler.waitReport(of: queue, now: { harness.now }) {
         guard let op = opOfID[report.id] else { continue }  // shared work: no handle of the script's
         reported[op] = report
       }
@@ -260,6 +260,10 @@ private struct ValueRun {
           expected.append(.paused)
         } else if !suspended {
           expected.append(.slot)
+        }
+        if let head = model.throttledHead(of: scriptQueue), head.op == op {
+          if head.hasRoom { expected.removeAll { $0 == .slot } }
+          expected.append(.permits(until: instant(head.until)))
         }
         if suspended { expected.append(.suspended) }
         if let at = modelOp.backoffAt { expected.append(.retry(at: instant(at))) }

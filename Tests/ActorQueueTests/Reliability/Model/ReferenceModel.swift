@@ -1382,6 +1382,27 @@ struct ReferenceModel: Sendable {
   /// The earliest permit timer.
   func earliestThrottle() -> Int? { queues.compactMap(\.armedThrottle).min() }
 
+  /// What the wait report names as waiting for permits: the ready head of `queue` (not suspended,
+  /// with limiters; a paused body or a free op takes none) and the instant (s) its cost conforms
+  /// to every limiter that can grant it, when later than now. Whether `queue` has room besides.
+  func throttledHead(of queue: Int) -> (op: Int, until: Int, hasRoom: Bool)? {
+    guard !queues[queue].limiters.isEmpty, !queues[queue].suspended else { return nil }
+    let heads = sortedOpIndices.filter { op in
+      let model = ops[op]!
+      return model.queue == queue && (isReady(model) || (model.pausedInBody && model.inReady && !model.threw))
+    }.sorted(by: ranksBefore)
+    guard let head = heads.first, ops[head]!.state == .waiting, ops[head]!.cost > 0 else { return nil }
+    let cost = Int64(ops[head]!.cost)
+    var conforms = Int64.min
+    for limiter in queues[queue].limiters where cost <= limiterSchedules[limiter].capacity {
+      conforms = max(
+        conforms, limiterSchedules[limiter].conformingInstant(cost: cost, now: Int64(now) * Self.second))
+    }
+    guard conforms > Int64(now) * Self.second else { return nil }
+    precondition(conforms % Self.second == 0, "a script's limiter conforms between whole seconds")
+    return (head, Int(conforms / Self.second), hasRoom(queue))
+  }
+
   /// The rate invariant, checked on the model's own starts by brute force (not with the
   /// schedule's arithmetic): a token bucket's starts cost at most `burst + t / interval` in any
   /// closed stretch of length `t`; a sliding window's at most its capacity in any window.

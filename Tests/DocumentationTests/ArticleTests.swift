@@ -345,6 +345,82 @@ struct ArticleTests {
     try expectOutput(transcript, "docc-exclusive")
   }
 
+  @Test("Rate limits")
+  func rateLimits() async throws {
+    let transcript = Transcript()
+    @Sendable func print(_ items: Any...) { transcript.print(items) }
+
+    // snippet: docc-rate-limit
+    let api = ActorQueue(name: "api", maxConcurrentOperationCount: 4)
+    let host = RateLimiter.tokenBucket(permits: 5, per: .seconds(1), burst: 2)  // 5 a second, 2 at once
+    api.rateLimiters = [host]
+
+    let clock = ContinuousClock()
+    let begin = clock.now
+    let requests = (1...4).map { number in
+      api.addOperation(name: "GET /items/\(number)") { begin.duration(to: clock.now) }
+    }
+    for report in api.waitReport() { print(report) }  // the third waits for a permit, the fourth behind it
+    for (position, request) in requests.enumerated() {
+      let startedAfter = try await request.value
+      // The burst starts two at once; each of the others waits 200 ms more than the one before.
+      print(request.name!, "started on time:", startedAfter >= .milliseconds(200) * max(0, position - 1))
+    }
+    // end snippet
+
+    try expectOutput(transcript, "docc-rate-limit")
+  }
+
+  @Test("Rate limits: answering a 429")
+  func rateLimitPenalty() throws {
+    let transcript = Transcript()
+    @Sendable func print(_ items: Any...) { transcript.print(items) }
+
+    // snippet: docc-rate-limit-penalty
+    let host = RateLimiter.tokenBucket(permits: 80, per: .seconds(1), burst: 25)
+    let images = ActorQueue(name: "images", maxConcurrentOperationCount: 6)
+    let thumbnails = ActorQueue(name: "thumbnails", maxConcurrentOperationCount: 2)
+    images.rateLimiters = [host]  // one limiter for the host, shared by both queues
+    thumbnails.rateLimiters = [host]
+
+    let status = 429  // what the server answered
+    if status == 429 {
+      host.penalize(for: .seconds(30))  // the Retry-After header's seconds
+    }
+    print("permits now:", host.availablePermits)
+    // end snippet
+
+    try expectOutput(transcript, "docc-rate-limit-penalty")
+  }
+
+  @Test("Rate limits on a manual clock")
+  func rateLimitManualClock() async throws {
+    let transcript = Transcript()
+    @Sendable func print(_ items: Any...) { transcript.print(items) }
+
+    // snippet: docc-rate-limit-manual
+    let clock = ManualClock()
+    let queue = ActorQueue(name: "api", clock: clock.queueClock)
+    queue.rateLimiters = [.tokenBucket(permits: 10, per: .seconds(1), burst: 5, clock: clock.queueClock)]
+    let operations = (0..<20).map { _ in
+      queue.addOperation { try await Task.sleep(for: .seconds(60)) }  // long requests
+    }
+    func started() -> Int { operations.filter { $0.state == .executing }.count }
+
+    print("at 0 ms:", started())
+    clock.advance(by: .milliseconds(99))
+    print("at 99 ms:", started())
+    clock.advance(by: .milliseconds(1))
+    print("at 100 ms:", started())
+    clock.advance(by: .milliseconds(900))
+    print("at 1 s:", started())
+    queue.cancelAllOperations()
+    await queue.waitUntilAllOperationsAreFinished()
+    // end snippet
+
+    try expectOutput(transcript, "docc-rate-limit-manual")
+  }
+
   @Test("Observing state: why is an operation not running?")
   func waitReport() async throws {
     let transcript = Transcript()

@@ -417,3 +417,44 @@ final class CategoryChain: @unchecked Sendable {
   }
 }
 // end snippet
+
+// snippet: rate-limit-before
+/// A token bucket by hand: refilled from the wall clock (which jumps), polled every 50 ms.
+final class PollingBucket: @unchecked Sendable {
+  private let lock = NSLock()
+  private var tokens: Double
+  private var refilled = Date()
+  private var waiting: [Operation] = []
+  private let perSecond: Double
+  private let burst: Double
+  private let queue: OperationQueue
+
+  init(perSecond: Double, burst: Double, feeding queue: OperationQueue) {
+    self.perSecond = perSecond
+    self.burst = burst
+    self.queue = queue
+    tokens = burst
+    poll()
+  }
+
+  func add(_ operation: Operation) {
+    lock.lock()
+    waiting.append(operation)
+    lock.unlock()
+  }
+
+  private func poll() {
+    lock.lock()
+    tokens = min(burst, tokens + Date().timeIntervalSince(refilled) * perSecond)
+    refilled = Date()
+    var due: [Operation] = []
+    while tokens >= 1, !waiting.isEmpty {
+      tokens -= 1
+      due.append(waiting.removeFirst())  // first come, whatever its priority
+    }
+    lock.unlock()
+    queue.addOperations(due, waitUntilFinished: false)
+    DispatchQueue.global().asyncAfter(deadline: .now() + 0.05) { [weak self] in self?.poll() }
+  }
+}
+// end snippet

@@ -461,6 +461,35 @@ struct MigrationTests {
     try expectOutput(transcript, "exclusivity-after")
   }
 
+  @Test("At most N a second: rate limits")
+  func rateLimits() async throws {
+    let transcript = Transcript()
+    @Sendable func print(_ items: Any...) { transcript.print(items) }
+    @Sendable func fetchStatus(_ name: String) async throws -> Int { 429 }
+    let images = ActorQueue(name: "images", maxConcurrentOperationCount: 6)
+    let thumbnails = ActorQueue(name: "thumbnails", maxConcurrentOperationCount: 2)
+
+    // snippet: rate-limit-after
+    let host = RateLimiter.tokenBucket(permits: 80, per: .seconds(1), burst: 25)
+    images.rateLimiters = [host]  // both queues call the same host
+    thumbnails.rateLimiters = [host]
+
+    let page = images.addOperation(name: "page", traits: [.cost(2)]) {  // two requests' worth
+      let status = try await fetchStatus("page")
+      if status == 429 { host.penalize(for: .seconds(30)) }  // nothing starts through host for 30 s
+      return status
+    }
+    print("page:", try await page.value, "permits left:", host.availablePermits <= 23)
+    // end snippet
+
+    try expectOutput(transcript, "rate-limit-after")
+    // The penalty holds the next start back.
+    let next = thumbnails.addOperation(name: "next") {}
+    #expect(next.state == .ready)
+    #expect(thumbnails.waitReport().first?.waitingFor.first?.kind == .permits)
+    next.cancel()
+  }
+
   @Test("Running on a queue of yours: underlyingQueue")
   func underlyingQueue() async throws {
     /// Counts its runs (the block's `dispatchPrecondition` checks where they run).

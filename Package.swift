@@ -46,7 +46,8 @@ let package = Package(
       name: "DocumentationTests",
       dependencies: ["ActorQueue", "ActorQueueTesting", "OperationAdapter", "TestSupport"]),
     .testTarget(
-      name: "DownloadManagerTests", dependencies: ["DownloadManagerKit", "ActorQueue", "TestSupport"],
+      name: "DownloadManagerTests",
+      dependencies: ["DownloadManagerKit", "ActorQueue", "ActorQueueTesting", "TestSupport"],
       path: "Tests/Examples/DownloadManagerTests"),
     .testTarget(
       name: "ImageLoaderTests", dependencies: ["ImageLoaderKit", "ActorQueue", "TestSupport"],

@@ -1,4 +1,4 @@
-import ActorQueue
+public import ActorQueue
 
 /// A download manager: at most N transfers at once, each of which can be paused and resumed
 /// (a paused one gives its slot to the next waiting download), pause all / resume all, and a
@@ -16,7 +16,10 @@ import ActorQueue
 /// - ``setMaxConcurrentTransfers(_:)`` raises the limit with the queue's setter (waiting
 ///   downloads start at once) and lowers it with `setMaxConcurrentOperationCount(_:pausingExcess:)`,
 ///   so the most recently started transfers beyond the new limit pause at their next chunk
-///   boundary, and continue by themselves as slots free; those the user paused stay paused.
+///   boundary, and continue by themselves as slots free; those the user paused stay paused;
+/// - a host's rate limit is a ``RateLimiter`` given to the manager (and to whatever else calls
+///   that host): each transfer's start takes a permit, and a 429 answer penalizes the limiter for
+///   its Retry-After, so nothing reaches the host until then, and the transfer is retried.
 ///
 /// What the manager knows of each download comes from the queue's events, in order (states),
 /// and from the transfers themselves (bytes, connection): the model a download screen would
@@ -25,6 +28,7 @@ import ActorQueue
 public actor DownloadManager {
   private let queue: ActorQueue
   private let transport: any Transport
+  private let host: RateLimiter?
   private let log: @Sendable (String) -> Void
 
   private struct Entry {
@@ -52,13 +56,17 @@ public actor DownloadManager {
   private var nextWaiterToken = 0
 
   /// A manager that transfers at most `maxConcurrentTransfers` files at once over `transport`,
-  /// and tells `log` what happens, line by line.
+  /// starts them no faster than `host` allows (a limiter the app may share with its other
+  /// queues that call the same host), and tells `log` what happens, line by line.
   public init(
-    maxConcurrentTransfers: Int, transport: any Transport,
+    maxConcurrentTransfers: Int, transport: any Transport, host: RateLimiter? = nil,
     log: @escaping @Sendable (String) -> Void = { _ in }
   ) {
-    let queue = ActorQueue(name: "downloads", maxConcurrentOperationCount: maxConcurrentTransfers)
+    let queue = ActorQueue(
+      name: "downloads", maxConcurrentOperationCount: maxConcurrentTransfers, clock: host?.clock ?? .system)
+    if let host { queue.rateLimiters = [host] }
     self.queue = queue
+    self.host = host
     self.transport = transport
     self.log = log
     limit = maxConcurrentTransfers
@@ -87,9 +95,9 @@ public actor DownloadManager {
   @discardableResult
   public func add(_ file: RemoteFile) -> Download {
     let download = Download(id: entries.count, file: file)
-    let (transport, manager) = (transport, WeakManager(self))
-    let operation = queue.addOperation(name: file.name) {
-      try await Self.transfer(download, over: transport, reportingTo: manager)
+    let (transport, host, manager) = (transport, host, WeakManager(self))
+    let operation = queue.addOperation(name: file.name, traits: [.retry(Self.afterServerBusy)]) {
+      try await Self.transfer(download, over: transport, host: host, reportingTo: manager)
     }
     entryByOperation[operation.id] = entries.count
     entries.append(Entry(download: download, operation: operation))
@@ -281,17 +289,33 @@ public actor DownloadManager {
     func received(_ download: Download, total: Int) async {
       await manager?.received(download, total: total)
     }
+    func refused(_ download: Download, _ busy: ServerBusy) async {
+      await manager?.refused(download, busy)
+    }
   }
+
+  /// A transfer the host answered 429 is tried again: its next attempt takes a permit of the
+  /// host's limiter, so it waits for the penalty to end. No backoff of its own: the limiter's is
+  /// the host's.
+  private static let afterServerBusy = RetryPolicy.attempts(
+    5, backoff: .constant(.zero), jitter: .none, retryIf: { $0 is ServerBusy })
 
   /// The body of a download's operation: receives the file chunk by chunk, and between two
   /// chunks reaches a checkpoint, where it pauses if asked to (closing its connection and
   /// keeping the bytes received) or stops if cancelled.
   private static func transfer(
-    _ download: Download, over transport: any Transport, reportingTo manager: WeakManager
+    _ download: Download, over transport: any Transport, host: RateLimiter?, reportingTo manager: WeakManager
   ) async throws -> Int {
     let file = download.file
     var received = 0  // the resume data: a resumed transfer asks for the rest from here
-    var connection = try await transport.connect(to: file, from: received)
+    var connection: any Connection
+    do {
+      connection = try await transport.connect(to: file, from: received)
+    } catch let busy as ServerBusy {
+      host?.penalize(for: busy.retryAfter)  // nothing starts through the host before then
+      await manager.refused(download, busy)
+      throw busy  // retried: the next attempt waits for the host's permits
+    }
     await manager.connected(download, at: received)
     do {
       while received < file.size {
@@ -315,6 +339,11 @@ public actor DownloadManager {
     await connection.close()
     await manager.disconnected(download, pausing: false)
     return received
+  }
+
+  private func refused(_ download: Download, _ busy: ServerBusy) {
+    log("  \(download): the host answered \(busy); it is retried when the host's limiter allows")
+    changed()
   }
 
   private func connected(_ download: Download, at offset: Int) {

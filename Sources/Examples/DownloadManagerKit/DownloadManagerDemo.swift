@@ -1,5 +1,8 @@
+import ActorQueue
+
 /// The story `swift run DownloadManager` tells: 14 simulated downloads, paused, resumed, and a
-/// limit changed 3 → 10 → 5 while they run. Each step says what it does, the manager logs what
+/// limit changed 3 → 10 → 5 while they run; then two managers share a host's rate limiter, and
+/// the host answers a 429. Each step says what it does, the manager logs what
 /// happens, and the story checks what it claims (the executable exits 1 if a check fails).
 ///
 /// Steps wait for the manager's state (``DownloadManager/waitUntil(_:)``), never for a time, so
@@ -105,6 +108,44 @@ public enum DownloadManagerDemo {
       if bytes != download.file.size { complete = false }
     }
     checks.expect(complete, "all \(downloads.count) files arrived complete, every byte once")
+
+    say(
+      "STEP 9. A host that takes 20 new transfers a second, 2 at once, shared by two managers; it answers one 429."
+    )
+    let host = RateLimiter.tokenBucket(permits: 20, per: .seconds(1), burst: 2)
+    let busyNetwork = SimulatedNetwork(chunkSize: 64 << 10, chunkDuration: .milliseconds(1))
+    busyNetwork.answerTooManyRequests(1, retryAfter: .milliseconds(300))
+    let documents = DownloadManager(maxConcurrentTransfers: 4, transport: busyNetwork, host: host, log: say)
+    let media = DownloadManager(maxConcurrentTransfers: 4, transport: busyNetwork, host: host, log: say)
+    let limitedFiles = files.prefix(8).map { RemoteFile(name: "host/" + $0.name, size: 4 << 16) }
+    var limited: [(DownloadManager, Download)] = []
+    for (number, file) in limitedFiles.enumerated() {
+      let manager = number.isMultiple(of: 2) ? documents : media
+      limited.append((manager, await manager.add(file)))
+    }
+    await documents.waitUntilAllFinished()
+    await media.waitUntilAllFinished()
+    let requests = busyNetwork.requestInstants
+    checks.expect(
+      requests.count == limitedFiles.count + 1,
+      "\(requests.count) requests: one per file, and the one refused")
+    // The first two took the burst at once; the first of them was refused, and penalized the host.
+    let refused = requests[0]
+    checks.expect(
+      requests.dropFirst(2).allSatisfy { refused.duration(to: $0) >= .milliseconds(300) },
+      "nothing more reached the host in the 300 ms after its 429")
+    let withinRate = requests.indices.allSatisfy { index in
+      let elapsed = requests[0].duration(to: requests[index])
+      // At most 2 + 20·t in the first t: the request at `index` comes index − 1 intervals of 50 ms on.
+      return elapsed >= .milliseconds(50) * max(0, index - 1)
+    }
+    checks.expect(
+      withinRate, "the two managers together never asked more than the host allows (2 + 20 a second)")
+    var allArrived = true
+    for (manager, download) in limited where (try? await manager.bytes(of: download)) != download.file.size {
+      allArrived = false
+    }
+    checks.expect(allArrived, "all \(limitedFiles.count) files arrived, the refused one on its retry")
     say(checks.allHeld ? "Done: every check held." : "Done, but \(checks.failures) check(s) failed.")
     return checks.allHeld
   }

@@ -2,7 +2,8 @@ import Synchronization
 
 /// A network without a network: every chunk arrives `chunkDuration` after it was asked for,
 /// on `clock`. It counts its open connections, so a caller can check that no more than the
-/// limit transfer at once.
+/// limit transfer at once, and records when each was asked for; it can answer a 429, as a busy
+/// host does.
 public final class SimulatedNetwork: Transport {
   /// The bytes per chunk (the last chunk of a file may be shorter).
   public let chunkSize: Int
@@ -10,6 +11,13 @@ public final class SimulatedNetwork: Transport {
   public let chunkDuration: Duration
   private let clock: any Clock<Duration>
   private let counts = ConnectionCounts()
+  private let requests = Mutex(Requests())
+
+  private struct Requests {
+    var instants: [ContinuousClock.Instant] = []
+    var busyAnswers = 0
+    var retryAfter = Duration.zero
+  }
 
   /// A network that sends `chunkSize` bytes every `chunkDuration` on each connection.
   public init(chunkSize: Int, chunkDuration: Duration, clock: any Clock<Duration> = ContinuousClock()) {
@@ -22,6 +30,13 @@ public final class SimulatedNetwork: Transport {
   /// Opens a connection (the offset changes nothing here: any chunk takes as long).
   public func connect(to file: RemoteFile, from offset: Int) async throws -> any Connection {
     try Task.checkCancellation()
+    let busy = requests.withLock { requests -> ServerBusy? in
+      requests.instants.append(ContinuousClock.now)
+      guard requests.busyAnswers > 0 else { return nil }
+      requests.busyAnswers -= 1
+      return ServerBusy(retryAfter: requests.retryAfter)
+    }
+    if let busy { throw busy }
     counts.opened()
     return SimulatedConnection(network: self)
   }
@@ -31,6 +46,17 @@ public final class SimulatedNetwork: Transport {
 
   /// The most connections open at once since the network was created or ``resetPeak()``.
   public var peakOpenConnections: Int { counts.peak }
+
+  /// When each connection was asked for (those answered 429 included), in order.
+  public var requestInstants: [ContinuousClock.Instant] { requests.withLock { $0.instants } }
+
+  /// The next `count` connections asked for are answered 429 with `retryAfter`.
+  public func answerTooManyRequests(_ count: Int, retryAfter: Duration) {
+    requests.withLock { requests in
+      requests.busyAnswers = count
+      requests.retryAfter = retryAfter
+    }
+  }
 
   /// Starts counting ``peakOpenConnections`` again from the connections open now.
   public func resetPeak() { counts.resetPeak() }

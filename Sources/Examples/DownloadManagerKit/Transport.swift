@@ -33,3 +33,16 @@ public protocol Connection: Sendable {
   /// Closes the connection; closing it again does nothing.
   func close() async
 }
+
+/// The host answered "429 Too Many Requests": nothing more should reach it for `retryAfter`
+/// (its Retry-After header). ``Transport/connect(to:from:)`` throws it.
+public struct ServerBusy: Error, Sendable, CustomStringConvertible {
+  /// How long the host asks to be left alone.
+  public let retryAfter: Duration
+
+  /// The host asks for nothing during `retryAfter`.
+  public init(retryAfter: Duration) { self.retryAfter = retryAfter }
+
+  /// `429 Too Many Requests, Retry-After 0.3 seconds`.
+  public var description: String { "429 Too Many Requests, Retry-After \(retryAfter)" }
+}

@@ -1,3 +1,5 @@
+import ActorQueue
+import ActorQueueTesting
 import DownloadManagerKit
 import TestSupport
 import Testing
@@ -270,5 +272,29 @@ struct DownloadManagerTests {
     #expect(await manager.snapshot[b].isConnected == false)
     #expect(network.openConnections == 1)
     try await finishAll(manager, network, [downloads[2]])
+  }
+
+  @Test(
+    "A host's limiter: a 429 penalizes it for its Retry-After; the refused download is retried after it, not before"
+  )
+  func hostAnswers429() async throws {
+    let clock = ManualClock()
+    let host = RateLimiter.tokenBucket(permits: 10, per: .seconds(1), burst: 10, clock: clock.queueClock)
+    let network = ScriptedNetwork()
+    network.answerTooManyRequests(to: "a", retryAfter: .seconds(30))
+    let (lines, log) = AsyncStream<String>.makeStream()
+    let manager = DownloadManager(
+      maxConcurrentTransfers: 4, transport: network, host: host, log: { log.yield($0) })
+    let a = await manager.add(RemoteFile(name: "a", size: 4 * network.chunkSize))
+    for await line in lines where line.contains("429") { break }  // logged once the host is penalized
+    #expect(host.availablePermits == 0, "penalized: nothing starts through the host")
+    let b = await manager.add(RemoteFile(name: "b", size: 4 * network.chunkSize))
+    clock.advance(by: .seconds(30) - .nanoseconds(1))
+    #expect(network.offsets(of: "a").isEmpty && network.offsets(of: "b").isEmpty)
+    clock.advance(by: .nanoseconds(1))
+    await manager.waitUntil { $0[a].isConnected && $0[b].isConnected }
+    try await finishAll(manager, network, [a, b])
+    #expect(network.offsets(of: "a") == [0], "one connection after the refusal, from the start")
+    log.finish()
   }
 }

@@ -33,6 +33,8 @@ final class ScriptedNetwork: Transport {
     var alive = 0
     var aliveWaiters: [CheckedContinuation<Void, Never>] = []
     var nextToken = 0
+    /// Files whose next connection is answered 429, with the Retry-After.
+    var busy: [String: Duration] = [:]
     /// Waiters for "`file` has asked for its `count`th chunk".
     var callWaiters: [(file: String, count: Int, continuation: CheckedContinuation<Void, Never>)] = []
   }
@@ -43,6 +45,9 @@ final class ScriptedNetwork: Transport {
 
   func connect(to file: RemoteFile, from offset: Int) async throws -> any Connection {
     try Task.checkCancellation()
+    if let retryAfter = state.withLock({ $0.busy.removeValue(forKey: file.name) }) {
+      throw ServerBusy(retryAfter: retryAfter)
+    }
     state.withLock { state in
       state.files[file.name, default: File()].offsets.append(offset)
       state.open += 1
@@ -53,6 +58,11 @@ final class ScriptedNetwork: Transport {
   }
 
   // MARK: What the test does
+
+  /// The next connection to `name` is answered "429 Too Many Requests" with `retryAfter`.
+  func answerTooManyRequests(to name: String, retryAfter: Duration) {
+    state.withLock { $0.busy[name] = retryAfter }
+  }
 
   /// Lets `count` more chunks of `name` arrive.
   func deliver(_ count: Int = 1, to name: String) {

@@ -45,6 +45,7 @@ func runComparison() -> [Row] {
     case .timers: rows += Timers.run(options, sizes)
     case .retry: rows += Retry.run(options, sizes)
     case .exclusive: rows += Exclusive.run(options, sizes)
+    case .rate: rows += RateScenario.run(options, sizes)
     case .chain, .fanIn, .fanOut, .dag: rows += Graphs.run(scenario, options, sizes)
     case .cancel: rows += Cancellation.run(options, sizes)
     case .queues: rows += ManyQueues.run(options, sizes)

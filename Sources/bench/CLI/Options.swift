@@ -20,6 +20,7 @@ enum ScenarioName: String, CaseIterable, Sendable {
   case timers
   case retry
   case exclusive
+  case rate
 
   var summary: String {
     switch self {
@@ -47,6 +48,9 @@ enum ScenarioName: String, CaseIterable, Sendable {
     case .exclusive:
       "100,000 ops with a key each at limit 4 against no keys; all on one key, unlimited, against a serial "
         + "queue; 30,000 ops on 1,000 keys over 3 queues against no keys"
+    case .rate:
+      "a token bucket of 100/s, burst 10, on the system clock for 10 s: lateness of each start against a bare "
+        + "Task.sleep; starts used; a polling bucket in front of OperationQueue"
     }
   }
 }

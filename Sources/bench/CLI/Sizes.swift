@@ -21,6 +21,8 @@ struct Sizes: Sendable {
   var exclusive = 100_000
   /// Ops of the contended exclusivity variant (1,000 keys, 3 queues).
   var exclusiveContended = 30_000
+  /// Seconds of backlog behind the rate scenario's bucket (each system, each run).
+  var rateSeconds = 10
   var transfers = 120
   /// Transfers in the pause scenario (the size, also with --quick: a run takes ~0.1 s).
   var pauseTransfers = 1_000
@@ -53,6 +55,7 @@ struct Sizes: Sendable {
     retry = 20_000
     exclusive = 20_000
     exclusiveContended = 6_000
+    rateSeconds = 1
     transfers = 60
     scaling = [1_000, 4_000, 16_000]
     scalingBoundSeconds = 1.5

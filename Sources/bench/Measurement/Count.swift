@@ -37,6 +37,9 @@ enum CountedWorkload: String, CaseIterable, Sendable {
   case exclusiveOneKeyChain = "exclusive-one-key-chain"
   /// `serial-max1` added to a suspended queue, then resumed.
   case serialMax1Chain = "serial-max1-chain"
+  /// `independent-max4` through a rate limiter that never throttles (a token bucket of 10⁹ a
+  /// second, burst 10⁶): what a limiter costs a start that has its permits.
+  case rateLimitedMax4 = "rate-limited-max4"
 
   /// Runs the workload `n` times.
   func run(_ n: Int) {
@@ -65,6 +68,9 @@ enum CountedWorkload: String, CaseIterable, Sendable {
         suspended: true)
     case .serialMax1Chain:
       _ = Exclusive.actorQueue(n: n, limit: 1, traits: nil, suspended: true)
+    case .rateLimitedMax4:
+      let limiter = RateLimiter.tokenBucket(permits: 1_000_000_000, per: .seconds(1), burst: 1_000_000)
+      _ = Exclusive.actorQueue(n: n, limit: 4, traits: nil, limiters: [limiter])
     case .idleStart, .idleBaseline:
       let queue = ActorQueue(name: "idle", maxConcurrentOperationCount: 4)
       let ran = DispatchSemaphore(value: 0)

@@ -60,6 +60,9 @@ extension Scheduler {
     limiterStates[slot].schedule.penalize(until: end)
     // Heads waiting for its permits wait longer: their timers are armed again.
     needsArbitration = true
+    for queue in limitedQueues where queues[queue].gatesPermits && queues[queue].limiters.contains(slot) {
+      touch(queue)
+    }
     settle(now: now, &effects)
   }
 
@@ -81,12 +84,26 @@ extension Scheduler {
     swap(&replaced, &queues[queue].limiterObjects)
     effects.garbage.releaseLater(replaced)
     queues[queue].limiters = slots
+    queues[queue].hasLimiters = !slots.isEmpty
     if slots.isEmpty {
       limitedQueues.removeFirst(queue)
+      if queues[queue].gatesPermits { stopGatingPermits(queue) }
       disarmPermitTimer(of: queue)
     } else {
       if !limitedQueues.contains(queue) { limitedQueues.append(queue) }
-      makeArbitrated(queue)
+      // A limiter another queue lists grants in the order of both queues' heads: arbitration
+      // decides their starts. A queue with keys is arbitrated already.
+      var shared = false
+      for other in limitedQueues
+      where other != queue && queues[other].limiters.contains(where: slots.contains) {
+        shared = true
+        makeArbitrated(other)
+      }
+      if shared || queues[queue].hasExclusiveOperations {
+        makeArbitrated(queue)
+      } else {
+        queues[queue].gatesPermits = true
+      }
       if !costs.isEmpty { noteImpossibleCosts(in: queue) }
     }
     touch(queue)
@@ -133,7 +150,7 @@ extension Scheduler {
   /// cost the queue's limiters can never grant ends it when the event settles.
   mutating func beginCost(_ cost: Int64?, of index: Int, on queue: Int) {
     if let cost, cost != 1 { costs[index] = cost }
-    if !queues[queue].limiters.isEmpty, (cost ?? 1) > capacity(of: queue) { noteImpossibleCost(index) }
+    if queues[queue].hasLimiters, (cost ?? 1) > capacity(of: queue) { noteImpossibleCost(index) }
   }
 
   /// What one start of `index` costs.
@@ -154,7 +171,7 @@ extension Scheduler {
       else { continue }
       let cost = cost(of: index)
       let capacity = capacity(of: operations[index].queue)
-      guard cost > capacity, !queues[operations[index].queue].limiters.isEmpty else { continue }
+      guard cost > capacity, queues[operations[index].queue].hasLimiters else { continue }
       let error = RateLimitError(
         operationID: id, operationName: operations[index].name, cost: Int(cost), capacity: Int(capacity))
       terminate(index, as: .failed, error: error, &effects)
@@ -216,10 +233,10 @@ extension Scheduler {
 
   // MARK: Timers
 
-  /// Arms each limited queue's permit timer for what its last greedy round decided: the instant
-  /// its head's permits conform, or none.
+  /// Arms each arbitrated limited queue's permit timer for what its last greedy round decided:
+  /// the instant its head's permits conform, or none.
   mutating func armPermitTimers() {
-    for queue in limitedQueues {
+    for queue in limitedQueues where !queues[queue].gatesPermits {
       let wanted = queues[queue].skippedRound == greedyRound ? queues[queue].throttledUntil : nil
       guard wanted != queues[queue].armedThrottle else { continue }
       disarmPermitTimer(of: queue)
@@ -238,10 +255,82 @@ extension Scheduler {
       && queues[queue].armedThrottle == entry.at
   }
 
-  /// A queue's permit timer fired: arbitration decides again.
+  /// A queue's permit timer fired: its starts are decided again.
   mutating func permitTimerFired(_ entry: TimerEntry) {
-    queues[Int(entry.index)].armedThrottle = nil
-    needsArbitration = true
+    let queue = Int(entry.index)
+    queues[queue].armedThrottle = nil
+    if queues[queue].gatesPermits { touch(queue) } else { needsArbitration = true }
+  }
+
+  // MARK: A queue that gates its own starts
+
+  // A queue whose limiters no other queue lists, and which has no keys, decides its starts with
+  // the start rule, as a queue without limiters does, not by arbitration: nothing else competes
+  // for its permits, so the order is its own. Its start rule's gate (`throttled`) is set, right
+  // before each claim, to whether the head of its ready set waits for permits; if it does, its
+  // timer is armed for the instant they conform. The claimed operation takes them in `run`.
+
+  /// Sets `queue`'s gate before a claim: closed while its head (a ready operation that costs
+  /// permits, in a queue with room) does not conform now, with a timer armed for when it does;
+  /// a head whose cost no limiter can grant ends when the event settles.
+  @inline(never)
+  mutating func gatePermits(_ queue: Int, now: () -> SchedulerInstant) {
+    var until: Int64?
+    var closed = false
+    if queues[queue].machine.hasRoom, let head = queues[queue].machine.peekReady(),
+      case .ready = operations[head].phase
+    {
+      let cost = cost(of: head)
+      if cost > 0 {
+        let instant = instant(of: queues[queue].clock, now: now)
+        gateInstant = instant
+        var conforms = Int64.min
+        var impossible = false
+        for slot in queues[queue].limiters {
+          if cost > limiterStates[slot].schedule.capacity {
+            impossible = true
+          } else {
+            conforms = max(conforms, limiterStates[slot].schedule.conformingInstant(cost: cost, now: instant))
+          }
+        }
+        if impossible {
+          noteImpossibleCost(head)
+          closed = true
+        } else if conforms > instant {
+          until = conforms
+          closed = true
+        }
+      }
+    }
+    queues[queue].machine.throttled = closed
+    guard until != queues[queue].armedThrottle else { return }
+    disarmPermitTimer(of: queue)
+    if let at = until {
+      queues[queue].armedThrottle = at
+      arm(TimerEntry(at: at, queue: queue, generation: queues[queue].generation), on: queues[queue].clock)
+    }
+  }
+
+  /// `index`, claimed in `queue` (which gates its starts) right after `gatePermits` opened the
+  /// gate, takes its cost from each of the queue's limiters at the gate's instant.
+  @inline(never)
+  mutating func takeGatedPermits(of index: Int, in queue: Int) {
+    let cost = cost(of: index)
+    guard cost > 0 else { return }
+    for slot in queues[queue].limiters { limiterStates[slot].schedule.consume(cost: cost, at: gateInstant) }
+  }
+
+  /// `queue` no longer gates its own starts (arbitration decides them, or it has no limiter).
+  mutating func stopGatingPermits(_ queue: Int) {
+    queues[queue].gatesPermits = false
+    queues[queue].machine.throttled = false
+    disarmPermitTimer(of: queue)
+  }
+
+  /// The head of `queue`'s ready set may have changed (an operation left it, or a priority
+  /// changed): the queue decides its starts again.
+  mutating func limitedHeadMayHaveChanged(_ queue: Int) {
+    if queues[queue].gatesPermits { touch(queue) } else { needsArbitration = true }
   }
 
   /// The earliest permit timer armed on manual clock `clock`.

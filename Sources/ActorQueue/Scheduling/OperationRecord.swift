@@ -518,7 +518,7 @@ extension Scheduler {
     if let stamp = old.stamp, stamp != new.stamp, !claimed {
       queues[queue].machine.withdraw(stamp: stamp, priority: operations[index].priority)
       // A head that waited for permits may have left: what follows it may start.
-      if !queues[queue].limiters.isEmpty { needsArbitration = true }
+      if queues[queue].hasLimiters { limitedHeadMayHaveChanged(queue) }
     }
     if old.isPausedInReady != new.isPausedInReady {
       queues[queue].pausedInReady += old.isPausedInReady ? -1 : 1

@@ -56,6 +56,12 @@ struct QueueRecord: Sendable {
   /// the objects that keep them alive, let go of outside the lock.
   var limiters: [Int] = []
   var limiterObjects: [RateLimiter] = []
+  /// `!limiters.isEmpty`, kept as a flag: read on every add, where testing the array's count
+  /// made the record be copied whole.
+  var hasLimiters = false
+  /// It has limiters, each listed by no other queue, and no keys: its starts go through the start
+  /// rule as any queue's, gated by its head's permits (`Scheduler.gatePermits`), not arbitration.
+  var gatesPermits = false
   /// The greedy round (`Scheduler.greedyRound`) that passed it over: its head waits for permits.
   var skippedRound: UInt64 = 0
   /// When skipped: the instant its head's permits conform (nil: it waits for a better-ranked
@@ -73,7 +79,7 @@ struct QueueRecord: Sendable {
   /// Whether an operation added now may start in one step (`Scheduler.startOnIdle`), as far as
   /// this record knows; the start rule decides the rest (`QueueStartRule.takeSlotOnIdle()`).
   var admitsIdleStart: Bool {
-    barriers.isEmpty && subscribers.isEmpty && !hasExcessRequests && pausedInReady == 0 && limiters.isEmpty
+    barriers.isEmpty && subscribers.isEmpty && !hasExcessRequests && pausedInReady == 0 && !hasLimiters
   }
 
   /// Leaves the list of queues the current event changed; returns the next one there.

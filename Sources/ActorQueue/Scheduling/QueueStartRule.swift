@@ -49,7 +49,11 @@ struct QueueStartRule<Element> {
   /// Ready operations waiting for a slot.
   var readyCount: Int { ready.count }
 
-  private var canStart: Bool { !startsStopped && executing < limit && !ready.isEmpty }
+  private var canStart: Bool { !startsStopped && executing < limit && !ready.isEmpty && !throttled }
+
+  /// The head of the ready set waits for its rate limiters' permits: nothing is claimed. Kept by
+  /// the scheduler for a queue whose own limiters gate its starts (`Scheduler.gatePermits`).
+  var throttled = false
 
   /// Whether a new worker must be started now; if so, it is counted as starting.
   mutating func needsWorker() -> Bool {

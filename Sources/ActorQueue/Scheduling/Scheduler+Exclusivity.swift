@@ -138,6 +138,11 @@ extension Scheduler {
     guard !queues[queue].hasExclusiveOperations else { return }
     queues[queue].hasExclusiveOperations = true
     exclusiveQueues.append(queue)
+    if queues[queue].gatesPermits {
+      // Its waiting head's timer is arbitration's to arm now.
+      stopGatingPermits(queue)
+      needsArbitration = true
+    }
   }
 
   // MARK: An operation's locks
@@ -505,7 +510,7 @@ extension Scheduler {
       let waiter = lockStates[slot].waiters.peekFirst(), exclusiveStates[waiter].more < 0
     else { return false }
     let queue = operations[waiter].queue
-    guard queues[queue].machine.hasRoom, queues[queue].limiters.isEmpty,
+    guard queues[queue].machine.hasRoom, !queues[queue].hasLimiters,
       queues[queue].machine.readyCount == 0,
       queues[queue].subscribers.isEmpty,
       operations[waiter].subscribers.isEmpty, operations[waiter].extrasBox == nil,
@@ -614,7 +619,7 @@ extension Scheduler {
         }
       }
       guard best >= 0 else { return }
-      if !queues[bestQueue].limiters.isEmpty, !admits(best, in: bestQueue, now: now) { continue }
+      if queues[bestQueue].hasLimiters, !admits(best, in: bestQueue, now: now) { continue }
       if operations[best].timeMarks.contains(.exclusive), passOver(best) {
         park(best, &effects)
         continue
@@ -668,7 +673,7 @@ extension Scheduler {
     _ index: Int, in queue: Int, taker: Worker?, takerQueue: Int, takerAction: inout WorkerAction?,
     now: () -> SchedulerInstant, _ effects: inout Effects
   ) {
-    if !queues[queue].limiters.isEmpty { takePermits(of: index, in: queue, now: now) }
+    if queues[queue].hasLimiters { takePermits(of: index, in: queue, now: now) }
     if operations[index].timeMarks.contains(.exclusive), !exclusiveStates[index].holds {
       clearReservations(of: index)
       exclusiveStates[index].holds = true

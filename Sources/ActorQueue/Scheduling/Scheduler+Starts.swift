@@ -48,9 +48,11 @@ extension Scheduler {
       // The rare cases are out of line, so that the common path (an idle queue's start, above
       // all) is compact: with cold caches, what a start costs is the cache lines it touches.
       if queues[queue].hasExcessRequests || queues[queue].pausedInReady > 0 || queues[queue].hasExternalWork {
-        startWithoutWorkers(queue, &effects)
+        startWithoutWorkers(queue, now: now, &effects)
       }
-      if startsEagerly {
+      // A queue that gates its starts on permits claims them in the event, as arbitration does:
+      // an operation granted its permits is executing when the event ends.
+      if startsEagerly || queues[queue].gatesPermits {
         startEagerly(queue, now: now, &effects)
         continue
       }
@@ -62,7 +64,7 @@ extension Scheduler {
         queues[queue].linger.workArrived(at: now())
         let worker = newWorker(for: queue)
         let step = queues[queue].machine.claimForStartingWorker()
-        let first = apply(step, worker: worker, queue: queue, &effects)
+        let first = apply(step, worker: worker, queue: queue, now: now, &effects)
         if case .retire = first { continue }
         effects.spawn(
           Spawn(taskPriority: queues[queue].taskPriority, worker: worker, first: first))
@@ -72,8 +74,8 @@ extension Scheduler {
     }
   }
 
-  /// A stop of a manual clock's advance (`startsEagerly`): what may start in `queue` starts now,
-  /// each on a new worker with its operation. A worker asked for, or a lingering one woken, would
+  /// A stop of a manual clock's advance (`startsEagerly`), or a queue that gates its starts on
+  /// permits: what may start in `queue` starts now, each on a new worker with its operation. A worker asked for, or a lingering one woken, would
   /// claim only when it runs, after the next stop may have made other operations ready; workers
   /// already counted as starting find nothing and retire.
   @inline(never)
@@ -81,7 +83,9 @@ extension Scheduler {
     if queues[queue].machine.executing == 0, queues[queue].machine.readyCount > 0 {
       queues[queue].linger.workArrived(at: now())
     }
-    while let index = queues[queue].machine.claimWithoutWorker() {
+    while true {
+      if queues[queue].gatesPermits { gatePermits(queue, now: now) }
+      guard let index = queues[queue].machine.claimWithoutWorker() else { break }
       if operations[index].phase.isPausedInBody {
         grantSlot(toPaused: index, &effects)
       } else if operations[index].external != nil {
@@ -115,24 +119,35 @@ extension Scheduler {
   /// work is given its slot (started once the lock is released, on this thread: see
   /// `Engine.startExternal`).
   @inline(never)
-  private mutating func startWithoutWorkers(_ queue: Int, _ effects: inout Effects) {
+  private mutating func startWithoutWorkers(
+    _ queue: Int, now: () -> SchedulerInstant, _ effects: inout Effects
+  ) {
     if queues[queue].hasExcessRequests { withdrawUnneededExcessRequests(in: queue) }
+    let gates = queues[queue].gatesPermits
     // A paused body given a slot continues on the task it paused in: no worker needed.
-    while queues[queue].pausedInReady > 0, queues[queue].machine.canStartNow,
-      let head = queues[queue].machine.peekReady(), operations[head].phase.isPausedInBody
+    while queues[queue].pausedInReady > 0, !gates || gateOpened(queue, now: now),
+      queues[queue].machine.canStartNow, let head = queues[queue].machine.peekReady(),
+      operations[head].phase.isPausedInBody
     {
       _ = queues[queue].machine.claimWithoutWorker()
       grantSlot(toPaused: head, &effects)
     }
     // External work runs elsewhere and needs no worker.
     if queues[queue].hasExternalWork {
-      while queues[queue].machine.canStartNow, let head = queues[queue].machine.peekReady(),
-        operations[head].external != nil, case .ready = operations[head].phase
+      while !gates || gateOpened(queue, now: now), queues[queue].machine.canStartNow,
+        let head = queues[queue].machine.peekReady(), operations[head].external != nil,
+        case .ready = operations[head].phase
       {
         _ = queues[queue].machine.claimWithoutWorker()
         startExternalInSlot(head, &effects)
       }
     }
+  }
+
+  /// `gatePermits`, then whether the gate is open.
+  private mutating func gateOpened(_ queue: Int, now: () -> SchedulerInstant) -> Bool {
+    gatePermits(queue, now: now)
+    return !queues[queue].machine.throttled
   }
 
   // MARK: Claiming for a worker
@@ -146,6 +161,7 @@ extension Scheduler {
     if queues[queue].hasExclusiveOperations {
       return claimByArbitration(worker, queue: queue, countedStarting: true, now: now, &effects)
     }
+    if queues[queue].gatesPermits { gatePermits(queue, now: now) }
     let step = queues[queue].machine.claimForStartingWorker()
     if step.run == nil, queues[queue].machine.executing == 0 {
       let instant = now()
@@ -155,19 +171,21 @@ extension Scheduler {
       }
       queues[queue].linger.wentIdle(at: instant)
     }
-    return apply(step, worker: worker, queue: queue, &effects)
+    return apply(step, worker: worker, queue: queue, now: now, &effects)
   }
 
   /// Carries out a step of the start rule: asks for the next worker if needed, and moves the
   /// claimed operation to `.executing`, or retires the worker.
   mutating func apply(
-    _ step: QueueStartRule<Int>.WorkerStep, worker: Worker, queue: Int, _ effects: inout Effects
+    _ step: QueueStartRule<Int>.WorkerStep, worker: Worker, queue: Int, now: () -> SchedulerInstant,
+    _ effects: inout Effects
   ) -> WorkerAction {
     var step = step
     // A paused body given a slot continues on its own task: this worker claims again.
     while let index = step.run, operations[index].phase.isPausedInBody {
       grantSlot(toPaused: index, &effects)
       let spawnWorker = step.spawnWorker
+      if queues[queue].gatesPermits { gatePermits(queue, now: now) }
       step = queues[queue].machine.claimNext()
       step.spawnWorker = step.spawnWorker || spawnWorker
     }
@@ -184,6 +202,7 @@ extension Scheduler {
   /// `index`, just given a slot, starts on `worker`: external work is started (it runs elsewhere),
   /// a body is taken and run. Returns the worker's action.
   mutating func run(_ index: Int, on worker: Worker, queue: Int, _ effects: inout Effects) -> WorkerAction {
+    if queues[queue].gatesPermits { takeGatedPermits(of: index, in: queue) }
     nextStart += 1
     if let external = operations[index].external {
       // Runs elsewhere: no worker holds it (cancel() calls its `cancel`).
@@ -232,6 +251,8 @@ extension Scheduler {
     guard let external = operations[index].external else {
       preconditionFailure("Internal inconsistency: \(operations[index].id) has no external work to start")
     }
+    let queue = operations[index].queue
+    if queues[queue].gatesPermits { takeGatedPermits(of: index, in: queue) }
     nextStart += 1
     operations[index].startOrder = nextStart
     transition(index, to: .executing(.external), claimed: true, &effects)

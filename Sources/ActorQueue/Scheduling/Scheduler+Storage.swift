@@ -218,7 +218,7 @@ extension Scheduler {
     else { return }
     let generation = queues[queue].generation
     if queues[queue].hasExclusiveOperations { exclusiveQueues.removeFirst(queue) }
-    if !queues[queue].limiters.isEmpty {
+    if queues[queue].hasLimiters {
       limitedQueues.removeFirst(queue)
       disarmPermitTimer(of: queue)
       effects.garbage.releaseLater(queues[queue].limiterObjects)

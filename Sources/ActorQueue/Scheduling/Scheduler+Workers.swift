@@ -91,9 +91,16 @@ extension Scheduler {
     let action =
       queues[queue].hasExclusiveOperations
       ? claimByArbitration(worker, queue: queue, countedStarting: false, now: now, &effects)
-      : apply(queues[queue].machine.claimNext(), worker: worker, queue: queue, &effects)
+      : claimNextGated(worker, queue: queue, now: now, &effects)
     settle(now: now, &effects)
     return action
+  }
+
+  private mutating func claimNextGated(
+    _ worker: Worker, queue: Int, now: () -> SchedulerInstant, _ effects: inout Effects
+  ) -> WorkerAction {
+    if queues[queue].gatesPermits { gatePermits(queue, now: now) }
+    return apply(queues[queue].machine.claimNext(), worker: worker, queue: queue, now: now, &effects)
   }
 
   /// The external work of `index` reported its end (from any thread; a second report, or one
@@ -131,11 +138,12 @@ extension Scheduler {
       settle(now: now, &effects)
       return action
     }
+    if queues[queue].gatesPermits { gatePermits(queue, now: now) }
     let step = queues[queue].machine.lingerEnded()
     let action: WorkerAction
     if step.run != nil {
       queues[queue].linger.observe(idleSpellNanoseconds: spell)
-      action = apply(step, worker: worker, queue: queue, &effects)
+      action = apply(step, worker: worker, queue: queue, now: now, &effects)
     } else if spell < LingerPolicy.windowNanoseconds, queues[queue].machine.lingerIfIdle() {
       lingeringWorkers += 1
       action = .linger(since: start)
@@ -145,7 +153,7 @@ extension Scheduler {
       } else if queues[queue].machine.executing == 0 {
         queues[queue].linger.wentIdle(at: start)
       }
-      action = apply(step, worker: worker, queue: queue, &effects)
+      action = apply(step, worker: worker, queue: queue, now: now, &effects)
     }
     settle(now: now, &effects)
     return action

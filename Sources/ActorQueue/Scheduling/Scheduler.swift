@@ -177,6 +177,9 @@ struct Scheduler: Sendable {
   var limiterStates: [LimiterState] = []
   var freeLimiterSlots: [Int] = []
   var limitedQueues: [Int] = []
+  /// The instant the last `gatePermits` found its queue's head conforming at: the claim that
+  /// follows in the same hold of the lock takes its permits there.
+  var gateInstant: Int64 = 0
   /// The cost of each operation whose cost is not 1 (`OperationTrait.cost`), by record.
   var costs: [Int: Int64] = [:]
   /// Counts greedy rounds: a queue or limiter marked with the current one was passed over in it.
@@ -373,7 +376,7 @@ struct Scheduler: Sendable {
     // In a queue with rate limiters, a new head may have its permits where the old one waited
     // (the event settles: `changePriority`, or the coalescing call that raised a work's priority).
     let queue = operations[index].queue
-    if queue >= 0, !queues[queue].limiters.isEmpty { needsArbitration = true }
+    if queue >= 0, queues[queue].hasLimiters { limitedHeadMayHaveChanged(queue) }
     guard let stamp = operations[index].phase.stamp else { return }
     let moved = queues[operations[index].queue].machine.reprioritize(
       index, stamp: stamp, order: operations[index].order, from: old, to: priority)
@@ -399,7 +402,8 @@ struct Scheduler: Sendable {
     _ priority: OperationPriority, of index: Int, now: () -> SchedulerInstant, _ effects: inout Effects
   ) {
     setPriority(priority, of: index)
-    if needsArbitration { settle(now: now, &effects) }
+    // A queue with limiters may start its new head (arbitration, or its own gate).
+    if needsArbitration || firstTouched >= 0 { settle(now: now, &effects) }
   }
 
   /// Changes the limit (validated by the caller). Raising it may start operations at once.

@@ -70,7 +70,7 @@ enum CountedWorkload: String, CaseIterable, Sendable {
       _ = Exclusive.actorQueue(n: n, limit: 1, traits: nil, suspended: true)
     case .rateLimitedMax4:
       let limiter = RateLimiter.tokenBucket(permits: 1_000_000_000, per: .seconds(1), burst: 1_000_000)
-      _ = Exclusive.actorQueue(n: n, limit: 4, traits: nil, limiters: [limiter])
+      _ = Independent.actorQueue(n: n, limit: 4, limiters: [limiter])
     case .idleStart, .idleBaseline:
       let queue = ActorQueue(name: "idle", maxConcurrentOperationCount: 4)
       let ran = DispatchSemaphore(value: 0)

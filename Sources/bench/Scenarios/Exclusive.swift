@@ -133,14 +133,11 @@ enum Exclusive {
   /// `n` trivial ops at `limit`, op `i` with `traits[i % traits.count]` (no traits: `nil`).
   /// `suspended`: the operations are added to a suspended queue, which is then resumed, so that
   /// the worker's chain runs with no adder beside it (the chain-only count workloads).
-  static func actorQueue(
-    n: Int, limit: Int, traits: [[OperationTrait]]?, suspended: Bool = false, limiters: [RateLimiter] = []
-  ) -> Double {
+  static func actorQueue(n: Int, limit: Int, traits: [[OperationTrait]]?, suspended: Bool = false) -> Double {
     blocking {
       let counter = Counter()
       let queue = ActorQueue(maxConcurrentOperationCount: limit)
       queue.isSuspended = suspended
-      if !limiters.isEmpty { queue.rateLimiters = limiters }
       let body: @Sendable () -> Void = { counter.increment() }
       let start = now()
       if let traits {

@@ -72,12 +72,15 @@ enum Independent {
     return elapsed
   }
 
-  static func actorQueue(n: Int, limit: Int?, _ work: Workload = .trivial) -> Double {
+  static func actorQueue(
+    n: Int, limit: Int?, _ work: Workload = .trivial, limiters: [RateLimiter] = []
+  ) -> Double {
     blocking {
       let counter = Counter()
       let body = work.asynchronous(counter)
       let queue = ActorQueue(
         maxConcurrentOperationCount: limit ?? ActorQueue.defaultMaxConcurrentOperationCount)
+      if !limiters.isEmpty { queue.rateLimiters = limiters }
       let start = now()
       for _ in 0..<n { queue.addOperation(body) }
       await queue.waitUntilAllOperationsAreFinished()

@@ -107,6 +107,19 @@ struct PermitSchedule: Sendable, Equatable {
     precondition(
       conformingInstant(cost: cost, now: now) <= now,
       "Internal inconsistency: a start costing \(cost) at \(now) ns does not conform")
+    record(cost: cost, at: now)
+  }
+
+  /// ``consume(cost:at:)`` for a start whose conformance was checked at `now` in the same step
+  /// (checked again in debug builds only: it is on every start of a queue that gates its own).
+  mutating func consumeChecked(cost: Int64, at now: Int64) {
+    assert(
+      conformingInstant(cost: cost, now: now) <= now,
+      "Internal inconsistency: a start costing \(cost) at \(now) ns does not conform")
+    record(cost: cost, at: now)
+  }
+
+  private mutating func record(cost: Int64, at now: Int64) {
     switch rule {
     case .tokenBucket(let permits, let interval, _):
       if isIdle(at: now) {

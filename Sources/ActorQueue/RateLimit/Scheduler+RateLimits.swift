@@ -277,10 +277,12 @@ extension Scheduler {
   mutating func gatePermits(_ queue: Int, now: () -> SchedulerInstant) {
     var until: Int64?
     var closed = false
-    if queues[queue].machine.hasRoom, let head = queues[queue].machine.peekReady(),
-      case .ready = operations[head].phase
-    {
-      let cost = cost(of: head)
+    // Every ready operation costs 1 and none is a paused body: the head need not be found.
+    let head =
+      costs.isEmpty && queues[queue].pausedInReady == 0
+      ? (queues[queue].machine.readyCount > 0 ? -1 : nil) : queues[queue].machine.peekReady()
+    if queues[queue].machine.hasRoom, let head, head < 0 || operations[head].phase.isReadyToStart {
+      let cost = head < 0 ? 1 : cost(of: head)
       if cost > 0 {
         let instant = instant(of: queues[queue].clock, now: now)
         gateInstant = instant
@@ -294,7 +296,7 @@ extension Scheduler {
           }
         }
         if impossible {
-          noteImpossibleCost(head)
+          noteImpossibleCost(head)  // not the fast path: a cost of 1 is always possible
           closed = true
         } else if conforms > instant {
           until = conforms
@@ -317,7 +319,9 @@ extension Scheduler {
   mutating func takeGatedPermits(of index: Int, in queue: Int) {
     let cost = cost(of: index)
     guard cost > 0 else { return }
-    for slot in queues[queue].limiters { limiterStates[slot].schedule.consume(cost: cost, at: gateInstant) }
+    for slot in queues[queue].limiters {
+      limiterStates[slot].schedule.consumeChecked(cost: cost, at: gateInstant)
+    }
   }
 
   /// `queue` no longer gates its own starts (arbitration decides them, or it has no limiter).

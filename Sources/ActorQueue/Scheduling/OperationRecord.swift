@@ -360,6 +360,12 @@ enum Phase: Sendable {
     }
   }
 
+  /// In a ready set, never started (a start there costs permits; a paused body's does not).
+  var isReadyToStart: Bool {
+    if case .ready = self { return true }
+    return false
+  }
+
   /// Its external work runs: in a slot, or detached.
   var runsExternally: Bool {
     switch self {

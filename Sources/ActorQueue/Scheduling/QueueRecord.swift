@@ -56,8 +56,7 @@ struct QueueRecord: Sendable {
   /// the objects that keep them alive, let go of outside the lock.
   var limiters: [Int] = []
   var limiterObjects: [RateLimiter] = []
-  /// `!limiters.isEmpty`, kept as a flag: read on every add, where testing the array's count
-  /// made the record be copied whole.
+  /// `!limiters.isEmpty`, as a flag: one load in every add's idle-start check.
   var hasLimiters = false
   /// It has limiters, each listed by no other queue, and no keys: its starts go through the start
   /// rule as any queue's, gated by its head's permits (`Scheduler.gatePermits`), not arbitration.
@@ -75,12 +74,6 @@ struct QueueRecord: Sendable {
   /// recently started first (a list threaded through their records; -1: none): what limit
   /// changes look at, so they cost what executes, not the whole backlog.
   var firstStarted = -1
-
-  /// Whether an operation added now may start in one step (`Scheduler.startOnIdle`), as far as
-  /// this record knows; the start rule decides the rest (`QueueStartRule.takeSlotOnIdle()`).
-  var admitsIdleStart: Bool {
-    barriers.isEmpty && subscribers.isEmpty && !hasExcessRequests && pausedInReady == 0 && !hasLimiters
-  }
 
   /// Leaves the list of queues the current event changed; returns the next one there.
   mutating func untouch() -> Int {

@@ -301,7 +301,10 @@ extension Scheduler {
   /// scheduler tests' harness submits through this one, as `addOperation` does.
   mutating func startOnIdle(_ handle: Handle, on queue: Int, now: () -> SchedulerInstant) -> Spawn? {
     let index = handle.recordIndex
-    guard queues[queue].admitsIdleStart, operations[index].startsAlone,
+    // What the record knows (the start rule decides the rest), field by field: a computed
+    // property of the record, read through the array, copied the whole record on every add.
+    guard queues[queue].barriers.isEmpty, queues[queue].subscribers.isEmpty, !queues[queue].hasExcessRequests,
+      queues[queue].pausedInReady == 0, !queues[queue].hasLimiters, operations[index].startsAlone,
       queues[queue].machine.takeSlotOnIdle()
     else { return nil }
     nextSubmission += 1

@@ -1,9 +1,11 @@
-// Rate limits (`RateLimiter`), decided in the scheduler value, in exclusivity's arbitration.
+// Rate limits (`RateLimiter`), decided in the scheduler value: by the queue's own start rule, or
+// in exclusivity's arbitration.
 //
-// - A limiter is a `PermitSchedule` on a clock (`LimiterState`, by slot). A queue that lists
-//   limiters decides its starts by arbitration (`Scheduler+Exclusivity.swift`), so that one
-//   greedy round decides keys, permits and slots together, across queues, in rank order
-//   (priority, then submission order).
+// - A limiter is a `PermitSchedule` on a clock (`LimiterState`, by slot). A queue whose limiters
+//   no other queue lists, and which has no keys, gates its own starts (below, "A queue that
+//   gates its own starts"). The others decide their starts by arbitration
+//   (`Scheduler+Exclusivity.swift`), so that one greedy round decides keys, permits and slots
+//   together, across queues, in rank order (priority, then submission order).
 // - In a round, the best-ranked head that may start is admitted only if every limiter of its
 //   queue has the permits its cost asks for now. If not, it waits where it is (strict order:
 //   nothing behind it starts first), its queue is passed over for the rest of the round, and its

@@ -438,7 +438,15 @@ package class BlurOperation: Operation, ImageProviding, @unchecked Sendable {
 package class ManualReadyOperation: Operation, @unchecked Sendable {
   private let lock = NSLock()
   private var _isReady = false
-  package private(set) var didRun = false
+  private var _didRun = false
+
+  /// Whether `main()` ran; under the lock, as `isReady`: the test reads it after the queue's
+  /// wait, whose ordering corelibs Foundation does not show the thread sanitizer.
+  package var didRun: Bool {
+    lock.lock()
+    defer { lock.unlock() }
+    return _didRun
+  }
 
   package override var isReady: Bool {
     lock.lock()
@@ -455,5 +463,9 @@ package class ManualReadyOperation: Operation, @unchecked Sendable {
     didChangeValue(forKey: "isReady")
   }
 
-  package override func main() { didRun = true }
+  package override func main() {
+    lock.lock()
+    _didRun = true
+    lock.unlock()
+  }
 }

@@ -288,15 +288,7 @@ extension Scheduler {
       if cost > 0 {
         let instant = instant(of: queues[queue].clock, now: now)
         gateInstant = instant
-        var conforms = Int64.min
-        var impossible = false
-        for slot in queues[queue].limiters {
-          if cost > limiterStates[slot].schedule.capacity {
-            impossible = true
-          } else {
-            conforms = max(conforms, limiterStates[slot].schedule.conformingInstant(cost: cost, now: instant))
-          }
-        }
+        let (conforms, impossible) = conformance(of: queue, cost: cost, at: instant)
         if impossible {
           noteImpossibleCost(head)  // not the fast path: a cost of 1 is always possible
           closed = true
@@ -313,6 +305,23 @@ extension Scheduler {
       queues[queue].armedThrottle = at
       arm(TimerEntry(at: at, queue: queue, generation: queues[queue].generation), on: queues[queue].clock)
     }
+  }
+
+  /// The instant at or after `instant` from which a start costing `cost` (at least 1) conforms
+  /// to every limiter of `queue` that can grant it, and whether one never can.
+  // Inlined: a call from a mutating method would copy the whole scheduler value first.
+  @inline(__always)
+  func conformance(of queue: Int, cost: Int64, at instant: Int64) -> (instant: Int64, impossible: Bool) {
+    var conforms = Int64.min
+    var impossible = false
+    for slot in queues[queue].limiters {
+      if cost > limiterStates[slot].schedule.capacity {
+        impossible = true
+      } else {
+        conforms = max(conforms, limiterStates[slot].schedule.conformingInstant(cost: cost, now: instant))
+      }
+    }
+    return (conforms, impossible)
   }
 
   /// `index`, claimed in `queue` (which gates its starts) right after `gatePermits` opened the

@@ -75,9 +75,10 @@ extension Scheduler {
   }
 
   /// A stop of a manual clock's advance (`startsEagerly`), or a queue that gates its starts on
-  /// permits: what may start in `queue` starts now, each on a new worker with its operation. A worker asked for, or a lingering one woken, would
-  /// claim only when it runs, after the next stop may have made other operations ready; workers
-  /// already counted as starting find nothing and retire.
+  /// permits: what may start in `queue` starts now, each on a new worker with its operation. A
+  /// worker asked for, or a lingering one woken, would claim only when it runs, after the next
+  /// stop may have made other operations ready; workers already counted as starting find nothing
+  /// and retire.
   @inline(never)
   private mutating func startEagerly(_ queue: Int, now: () -> SchedulerInstant, _ effects: inout Effects) {
     if queues[queue].machine.executing == 0, queues[queue].machine.readyCount > 0 {

@@ -76,14 +76,12 @@ extension Scheduler {
   private func throttledHead(of queue: Int, now: () -> SchedulerInstant) -> (index: Int, until: Int64)? {
     guard !queues[queue].limiters.isEmpty else { return nil }
     var machine = queues[queue].machine  // a copy: peeking may drop withdrawn entries
-    guard let head = machine.peekReady(), case .ready = operations[head].phase else { return nil }
+    guard let head = machine.peekReady(), operations[head].phase.isReadyToStart else { return nil }
     let cost = cost(of: head)
     guard cost > 0 else { return nil }
     let instant = instant(of: queues[queue].clock, now: now)
-    var conforms = Int64.min
-    for slot in queues[queue].limiters where cost <= limiterStates[slot].schedule.capacity {
-      conforms = max(conforms, limiterStates[slot].schedule.conformingInstant(cost: cost, now: instant))
-    }
+    // A head whose cost a limiter never grants is ending: the others say when it could start.
+    let conforms = conformance(of: queue, cost: cost, at: instant).instant
     return conforms > instant ? (head, conforms) : nil
   }
 

@@ -119,6 +119,28 @@ struct PermitSchedule: Sendable, Equatable {
     record(cost: cost, at: now)
   }
 
+  /// Takes a start costing `cost` (1 through ``capacity``) at `now` if it conforms there;
+  /// otherwise takes nothing and returns the instant from which it conforms.
+  // Inlined: the common case, a bucket with its whole burst available, is a few instructions.
+  @inline(__always)
+  mutating func take(cost: Int64, at now: Int64) -> Int64? {
+    if case .tokenBucket(let permits, let interval, _) = rule, isIdle(at: now), now >= penaltyEnd {
+      let part = cost * interval
+      tatWhole = now + part / permits
+      tatPart = part % permits
+      return nil
+    }
+    return takeAfterChecking(cost: cost, at: now)
+  }
+
+  @inline(never)
+  private mutating func takeAfterChecking(cost: Int64, at now: Int64) -> Int64? {
+    let earliest = conformingInstant(cost: cost, now: now)
+    guard earliest <= now else { return earliest }
+    record(cost: cost, at: now)
+    return nil
+  }
+
   private mutating func record(cost: Int64, at now: Int64) {
     switch rule {
     case .tokenBucket(let permits, let interval, _):

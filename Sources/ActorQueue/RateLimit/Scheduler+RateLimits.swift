@@ -87,6 +87,7 @@ extension Scheduler {
     effects.garbage.releaseLater(replaced)
     queues[queue].limiters = slots
     queues[queue].hasLimiters = !slots.isEmpty
+    queues[queue].soleLimiter = slots.count == 1 ? slots[0] : -1
     if slots.isEmpty {
       limitedQueues.removeFirst(queue)
       if queues[queue].gatesPermits { stopGatingPermits(queue) }
@@ -268,43 +269,81 @@ extension Scheduler {
 
   // A queue whose limiters no other queue lists, and which has no keys, decides its starts with
   // the start rule, as a queue without limiters does, not by arbitration: nothing else competes
-  // for its permits, so the order is its own. Its start rule's gate (`throttled`) is set, right
-  // before each claim, to whether the head of its ready set waits for permits; if it does, its
-  // timer is armed for the instant they conform. The claimed operation takes them in `run`.
+  // for its permits, so the order is its own. Its start rule's gate (`throttled`) is set right
+  // before each claim: closed while the head of its ready set waits for permits (a timer armed
+  // for the instant they conform), open otherwise. A gate that opens for a head takes the head's
+  // permits itself: the start rule claims exactly that head next, in the same step (its claim
+  // condition is the gate's: starts not stopped, room, a ready head), so a start touches the
+  // queue's limiters once.
 
-  /// Sets `queue`'s gate before a claim: closed while its head (a ready operation that costs
-  /// permits, in a queue with room) does not conform now, with a timer armed for when it does;
-  /// a head whose cost no limiter can grant ends when the event settles.
-  @inline(never)
+  /// Sets `queue`'s gate before a claim (see above).
+  // Inlined: with no room or nothing ready, and no gate to reopen, nothing is claimed, whatever
+  // the gate says: the common case of a queue with a backlog makes no call.
+  @inline(__always)
   mutating func gatePermits(_ queue: Int, now: () -> SchedulerInstant) {
-    var until: Int64?
-    var closed = false
-    // Every ready operation costs 1 and none is a paused body: the head need not be found.
-    let head =
-      costs.isEmpty && queues[queue].pausedInReady == 0
-      ? (queues[queue].machine.readyCount > 0 ? -1 : nil) : queues[queue].machine.peekReady()
-    if queues[queue].machine.hasRoom, let head, head < 0 || operations[head].phase.isReadyToStart {
-      let cost = head < 0 ? 1 : cost(of: head)
-      if cost > 0 {
-        let instant = instant(of: queues[queue].clock, now: now)
-        gateInstant = instant
-        let (conforms, impossible) = conformance(of: queue, cost: cost, at: instant)
-        if impossible {
-          noteImpossibleCost(head)  // not the fast path: a cost of 1 is always possible
-          closed = true
-        } else if conforms > instant {
-          until = conforms
-          closed = true
-        }
-      }
+    let claims = queues[queue].machine.readyCount > 0 && queues[queue].machine.hasRoom
+    if claims || queues[queue].machine.throttled || queues[queue].armedThrottle != nil {
+      // The clock is read here: a gate that took the closure would be specialized for each caller.
+      let instant: Int64? =
+        !claims ? nil : queues[queue].clock == 0 ? now().nanoseconds : manualInstant(of: queue)
+      setGate(queue, at: instant)
     }
-    queues[queue].machine.throttled = closed
+  }
+
+  /// The current instant of `queue`'s manual clock.
+  @inline(never)
+  private mutating func manualInstant(of queue: Int) -> Int64 {
+    manualNow(of: queues[queue].clock)
+  }
+
+  /// `gatePermits`, `instant` being the queue's clock's current instant when it has room and
+  /// a ready head (nil otherwise): closed while the head (a ready operation that costs permits)
+  /// does not conform now, with a timer armed for when it does; otherwise open, with the head's
+  /// permits taken. A head whose cost no limiter can grant ends when the event settles.
+  @inline(never)
+  private mutating func setGate(_ queue: Int, at instant: Int64?) {
+    assert(gatePaid < 0, "Internal inconsistency: permits taken at a gate were not claimed")
+    let (closed, until): (Bool, Int64?)
+    let sole = queues[queue].soleLimiter
+    if let instant, sole >= 0, costs.isEmpty, queues[queue].pausedInReady == 0 {
+      // The common case: one limiter, and a head that costs 1 (which any limiter can grant).
+      until = limiterStates[sole].schedule.take(cost: 1, at: instant)
+      closed = until != nil
+      if !closed { gatePaid = queue }
+    } else if let instant {
+      (closed, until) = gateHead(queue, at: instant)
+    } else {
+      (closed, until) = (false, nil)
+    }
+    // Written only when it changes: the write is an exclusive access to every queue's record.
+    if queues[queue].machine.throttled != closed { queues[queue].machine.throttled = closed }
     guard until != queues[queue].armedThrottle else { return }
     disarmPermitTimer(of: queue)
     if let at = until {
       queues[queue].armedThrottle = at
       arm(TimerEntry(at: at, queue: queue, generation: queues[queue].generation), on: queues[queue].clock)
     }
+  }
+
+  /// `setGate` for a queue with room and a ready head, at `instant`: whether the gate closes,
+  /// and until when (nil: no timer, the head is a paused body, costs nothing, or ends).
+  private mutating func gateHead(_ queue: Int, at instant: Int64) -> (closed: Bool, until: Int64?) {
+    guard let head = queues[queue].machine.peekReady(), operations[head].phase.isReadyToStart else {
+      return (false, nil)  // a paused body given a slot again takes no permits
+    }
+    let cost = cost(of: head)
+    guard cost > 0 else { return (false, nil) }
+    let (conforms, impossible) = conformance(of: queue, cost: cost, at: instant)
+    if impossible {
+      noteImpossibleCost(head)
+      return (true, nil)
+    }
+    if conforms > instant { return (true, conforms) }
+    for slot in queues[queue].limiters {
+      limiterStates[slot].schedule.consumeChecked(cost: cost, at: instant)
+    }
+    gatePaid = queue
+    return (false, nil)
   }
 
   /// The instant at or after `instant` from which a start costing `cost` (at least 1) conforms
@@ -324,15 +363,14 @@ extension Scheduler {
     return (conforms, impossible)
   }
 
-  /// `index`, claimed in `queue` (which gates its starts) right after `gatePermits` opened the
-  /// gate, takes its cost from each of the queue's limiters at the gate's instant.
-  @inline(never)
-  mutating func takeGatedPermits(of index: Int, in queue: Int) {
-    let cost = cost(of: index)
-    guard cost > 0 else { return }
-    for slot in queues[queue].limiters {
-      limiterStates[slot].schedule.consumeChecked(cost: cost, at: gateInstant)
-    }
+  /// `index` was just claimed in `queue`, which gates its starts: the gate took its permits
+  /// (checked in debug builds).
+  @inline(__always)
+  mutating func claimedThroughGate(_ index: Int, in queue: Int) {
+    assert(
+      gatePaid == queue || cost(of: index) == 0,
+      "Internal inconsistency: \(operations[index].id) was claimed without its permits")
+    gatePaid = -1
   }
 
   /// `queue` no longer gates its own starts (arbitration decides them, or it has no limiter).

@@ -58,6 +58,8 @@ struct QueueRecord: Sendable {
   var limiterObjects: [RateLimiter] = []
   /// `!limiters.isEmpty`, as a flag: one load in every add's idle-start check.
   var hasLimiters = false
+  /// Its only limiter's slot, or -1 (none, or several): a gate asks it without walking the array.
+  var soleLimiter = -1
   /// It has limiters, each listed by no other queue, and no keys: its starts go through the start
   /// rule as any queue's, gated by its head's permits (`Scheduler.gatePermits`), not arbitration.
   var gatesPermits = false

@@ -86,7 +86,10 @@ extension Scheduler {
     }
     while true {
       if queues[queue].gatesPermits { gatePermits(queue, now: now) }
-      guard let index = queues[queue].machine.claimWithoutWorker() else { break }
+      // Read first: the claim is a write to every queue's record, and a full queue claims nothing.
+      guard queues[queue].machine.canStartNow, let index = queues[queue].machine.claimWithoutWorker() else {
+        break
+      }
       if operations[index].phase.isPausedInBody {
         grantSlot(toPaused: index, &effects)
       } else if operations[index].external != nil {
@@ -125,19 +128,21 @@ extension Scheduler {
   ) {
     if queues[queue].hasExcessRequests { withdrawUnneededExcessRequests(in: queue) }
     let gates = queues[queue].gatesPermits
+    // The gate is asked only once the head is known to be one claimed here: a gate that opens
+    // has taken the head's permits for the claim that follows.
     // A paused body given a slot continues on the task it paused in: no worker needed.
-    while queues[queue].pausedInReady > 0, !gates || gateOpened(queue, now: now),
-      queues[queue].machine.canStartNow, let head = queues[queue].machine.peekReady(),
-      operations[head].phase.isPausedInBody
+    while queues[queue].pausedInReady > 0, let head = queues[queue].machine.peekReady(),
+      operations[head].phase.isPausedInBody, !gates || gateOpened(queue, now: now),
+      queues[queue].machine.canStartNow
     {
       _ = queues[queue].machine.claimWithoutWorker()
       grantSlot(toPaused: head, &effects)
     }
     // External work runs elsewhere and needs no worker.
     if queues[queue].hasExternalWork {
-      while !gates || gateOpened(queue, now: now), queues[queue].machine.canStartNow,
-        let head = queues[queue].machine.peekReady(), operations[head].external != nil,
-        case .ready = operations[head].phase
+      while let head = queues[queue].machine.peekReady(), operations[head].external != nil,
+        case .ready = operations[head].phase, !gates || gateOpened(queue, now: now),
+        queues[queue].machine.canStartNow
       {
         _ = queues[queue].machine.claimWithoutWorker()
         startExternalInSlot(head, &effects)
@@ -203,7 +208,7 @@ extension Scheduler {
   /// `index`, just given a slot, starts on `worker`: external work is started (it runs elsewhere),
   /// a body is taken and run. Returns the worker's action.
   mutating func run(_ index: Int, on worker: Worker, queue: Int, _ effects: inout Effects) -> WorkerAction {
-    if queues[queue].gatesPermits { takeGatedPermits(of: index, in: queue) }
+    if queues[queue].gatesPermits { claimedThroughGate(index, in: queue) }
     nextStart += 1
     if let external = operations[index].external {
       // Runs elsewhere: no worker holds it (cancel() calls its `cancel`).
@@ -253,7 +258,7 @@ extension Scheduler {
       preconditionFailure("Internal inconsistency: \(operations[index].id) has no external work to start")
     }
     let queue = operations[index].queue
-    if queues[queue].gatesPermits { takeGatedPermits(of: index, in: queue) }
+    if queues[queue].gatesPermits { claimedThroughGate(index, in: queue) }
     nextStart += 1
     operations[index].startOrder = nextStart
     transition(index, to: .executing(.external), claimed: true, &effects)

@@ -177,9 +177,9 @@ struct Scheduler: Sendable {
   var limiterStates: [LimiterState] = []
   var freeLimiterSlots: [Int] = []
   var limitedQueues: [Int] = []
-  /// The instant the last `gatePermits` found its queue's head conforming at: the claim that
-  /// follows in the same hold of the lock takes its permits there.
-  var gateInstant: Int64 = 0
+  /// The queue whose gate just took its head's permits, until the claim that follows in the same
+  /// step (`gatePermits`), or -1.
+  var gatePaid = -1
   /// The cost of each operation whose cost is not 1 (`OperationTrait.cost`), by record.
   var costs: [Int: Int64] = [:]
   /// Counts greedy rounds: a queue or limiter marked with the current one was passed over in it.

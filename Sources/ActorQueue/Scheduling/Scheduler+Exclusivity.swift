@@ -506,7 +506,7 @@ extension Scheduler {
     _ slot: Int, taker: Worker?, takerQueue: Int, takerAction: inout WorkerAction?,
     now: () -> SchedulerInstant, _ effects: inout Effects
   ) -> Bool {
-    guard lockStates[slot].holder < 0, lockStates[slot].reservedBy < 0,
+    guard lockStates[slot].holder < 0, lockStates[slot].reservedBy < 0, !lockStates[slot].waiters.isEmpty,
       let waiter = lockStates[slot].waiters.peekFirst(), exclusiveStates[waiter].more < 0
     else { return false }
     let queue = operations[waiter].queue
@@ -545,6 +545,8 @@ extension Scheduler {
       _ = enterReadySet(reserver, &effects)
       return true
     }
+    // Read first: taking a waiter out is a write to every lock's state.
+    guard !lockStates[slot].waiters.isEmpty else { return false }
     var skipped: [Int] = []  // allocates only when a waiter is blocked by another key
     var putBack = false
     while let waiter = lockStates[slot].waiters.popFirst() {
@@ -578,7 +580,7 @@ extension Scheduler {
       roundSystemNow = nil
       startGreedilyInRound(
         taker: taker, takerQueue: takerQueue, takerAction: &takerAction, now: now, &effects)
-    } while skippedHeadIsBlocked()
+    } while !limitedQueues.isEmpty && skippedHeadIsBlocked()
   }
 
   /// Whether a head passed over for permits in this round is now blocked by keys a later start
@@ -650,7 +652,8 @@ extension Scheduler {
       let slot = lockSlot(of: index, at: position)
       // A waiter whose queue could not start it now (suspended, full) is not passed over: it must
       // not come to reserve keys that other queues' operations then wait for.
-      guard let waiter = lockStates[slot].waiters.peekFirst(), ranksBefore(waiter, index),
+      guard !lockStates[slot].waiters.isEmpty, let waiter = lockStates[slot].waiters.peekFirst(),
+        ranksBefore(waiter, index),
         queues[operations[waiter].queue].machine.hasRoom
       else { continue }
       exclusiveStates[waiter].passedOver += 1

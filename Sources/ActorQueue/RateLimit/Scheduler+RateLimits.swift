@@ -102,7 +102,7 @@ extension Scheduler {
         shared = true
         makeArbitrated(other)
       }
-      if shared || queues[queue].hasExclusiveOperations {
+      if shared || queues[queue].isArbitrated {
         makeArbitrated(queue)
       } else {
         queues[queue].gatesPermits = true

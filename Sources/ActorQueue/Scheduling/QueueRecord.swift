@@ -49,9 +49,10 @@ struct QueueRecord: Sendable {
   /// Some operation with external work was added (sticky): only then does deciding starts
   /// look for external work at the head of the ready set.
   var hasExternalWork = false
-  /// Some operation with exclusivity keys was added (sticky): its starts are all decided by
-  /// `Scheduler.arbitrate`, across the queues with keys (`Scheduler.exclusiveQueues`).
-  var hasExclusiveOperations = false
+  /// An operation with exclusivity keys was added, or it lists a limiter another queue lists
+  /// (sticky): its starts are all decided by `Scheduler.arbitrate`, across such queues
+  /// (`Scheduler.exclusiveQueues`).
+  var isArbitrated = false
   /// Its rate limiters (`Scheduler.limiterStates` slots; see `Scheduler+RateLimits.swift`), and
   /// the objects that keep them alive, let go of outside the lock.
   var limiters: [Int] = []

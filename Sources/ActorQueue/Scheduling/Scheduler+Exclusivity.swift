@@ -3,9 +3,9 @@
 // - A lock is a key in a domain (`LockID`): its holder (an operation that started with it and
 //   has not ended or gone back to waiting for a retry), at most one reserver (aging, below), and
 //   its parked waiters by rank (priority, then the global submission order: `ReadyQueue`).
-// - Starts of a queue that ever had an operation with keys (`hasExclusiveOperations`) are all
-//   decided by `arbitrate`, never by a worker's own claim: released locks are scanned first, then
-//   greedy rounds start, across those queues, the best-ranked head that may start: a queue's
+// - Starts of a queue that ever had an operation with keys, or shares a limiter (`isArbitrated`),
+//   are all decided by `arbitrate`, never by a worker's own claim: released locks are scanned
+//   first, then greedy rounds start, across those queues, the best-ranked head that may start: a queue's
 //   ready head whose keys are taken is parked on each of its keys (it leaves the ready set, so
 //   nothing behind it waits: no head-of-line blocking) and the next head is looked at. Keys are
 //   taken all together in the step that takes the slot; an operation waiting for keys holds
@@ -137,8 +137,8 @@ extension Scheduler {
   /// `queue`'s starts are decided by arbitration from now on (it has an operation with keys, or
   /// limiters).
   mutating func makeArbitrated(_ queue: Int) {
-    guard !queues[queue].hasExclusiveOperations else { return }
-    queues[queue].hasExclusiveOperations = true
+    guard !queues[queue].isArbitrated else { return }
+    queues[queue].isArbitrated = true
     exclusiveQueues.append(queue)
     if queues[queue].gatesPermits {
       // Its waiting head's timer is arbitration's to arm now.
@@ -375,7 +375,7 @@ extension Scheduler {
 
   /// `queue` was suspended: its operations' reservations go.
   mutating func exclusiveQueueSuspended(_ queue: Int) {
-    guard queues[queue].hasExclusiveOperations, !reservers.isEmpty else { return }
+    guard queues[queue].isArbitrated, !reservers.isEmpty else { return }
     for reserver in reservers where operations[reserver].queue == queue { clearReservations(of: reserver) }
   }
 

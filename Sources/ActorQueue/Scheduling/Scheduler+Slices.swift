@@ -126,7 +126,7 @@ extension Scheduler {
       through: nextSubmission)
     queues[queue].walkCursors.append(WalkCursor(token: walk.token, next: queues[queue].first))
     if kind.stopsStarts { queues[queue].machine.beginWalk() }
-    if queues[queue].hasExclusiveOperations { bulk.touchesArbitration = true }
+    if queues[queue].isArbitrated { bulk.touchesArbitration = true }
     bulk.walks.append(walk)
     markBulk()
     drainBulk(&effects)
@@ -265,7 +265,7 @@ extension Scheduler {
     guard !bulk.held.contains(reference) else { return }
     queues[queue].machine.beginWalk()
     bulk.held.append(reference)
-    if queues[queue].hasExclusiveOperations { bulk.touchesArbitration = true }
+    if queues[queue].isArbitrated { bulk.touchesArbitration = true }
   }
 
   /// At the end of a slice, before starts are decided: while the call has work left, the queues

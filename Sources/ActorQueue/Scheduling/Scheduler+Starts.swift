@@ -41,7 +41,7 @@ extension Scheduler {
         continue
       }
       let queue = takeFirstTouched()
-      if queues[queue].hasExclusiveOperations {
+      if queues[queue].isArbitrated {
         settleByArbitration(queue)
         continue
       }
@@ -164,7 +164,7 @@ extension Scheduler {
   mutating func claimOrIdle(
     _ worker: Worker, queue: Int, now: () -> SchedulerInstant, _ effects: inout Effects
   ) -> WorkerAction {
-    if queues[queue].hasExclusiveOperations {
+    if queues[queue].isArbitrated {
       return claimByArbitration(worker, queue: queue, countedStarting: true, now: now, &effects)
     }
     if queues[queue].gatesPermits { gatePermits(queue, now: now) }

@@ -217,7 +217,7 @@ extension Scheduler {
       queues[queue].machine.executing == 0, queues[queue].machine.startingWorkers == 0
     else { return }
     let generation = queues[queue].generation
-    if queues[queue].hasExclusiveOperations { exclusiveQueues.removeFirst(queue) }
+    if queues[queue].isArbitrated { exclusiveQueues.removeFirst(queue) }
     if queues[queue].hasLimiters {
       limitedQueues.removeFirst(queue)
       disarmPermitTimer(of: queue)

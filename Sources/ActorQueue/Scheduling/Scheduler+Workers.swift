@@ -89,7 +89,7 @@ extension Scheduler {
     _ worker: Worker, queue: Int, now: () -> SchedulerInstant, _ effects: inout Effects
   ) -> WorkerAction {
     let action =
-      queues[queue].hasExclusiveOperations
+      queues[queue].isArbitrated
       ? claimByArbitration(worker, queue: queue, countedStarting: false, now: now, &effects)
       : claimNextGated(worker, queue: queue, now: now, &effects)
     settle(now: now, &effects)
@@ -131,7 +131,7 @@ extension Scheduler {
   ) -> WorkerAction {
     let spell = now().nanoseconds &- start.nanoseconds
     lingeringWorkers -= 1
-    if queues[queue].hasExclusiveOperations {
+    if queues[queue].isArbitrated {
       // Keys arrived while it lingered: arbitration decides this queue's starts now.
       queues[queue].machine.stopLingering()
       let action = claimByArbitration(worker, queue: queue, countedStarting: true, now: now, &effects)

@@ -24,10 +24,8 @@
 // - Paused bodies keep their keys (they are mid critical section); a retry's re-entry releases
 //   them. Nothing here runs user code, and every key is a library integer.
 //
-// Calls in slices (`cancelAllOperations()` on a long queue) that walk or change a queue with
-// keys or shared limiters defer arbitration to their last slice, so the outcome is the same as
-// if the call had been one step; other calls in slices change no lock and no shared limiter,
-// and arbitration goes on between their slices.
+// Calls in slices (`cancelAllOperations()` on a long queue) defer arbitration to their last
+// slice, so the outcome is the same as if the call had been one step.
 
 /// One key in one domain.
 struct LockID: Hashable, Comparable, Sendable {
@@ -434,12 +432,9 @@ extension Scheduler {
 
   // MARK: Deciding starts
 
-  /// A call that changes a queue arbitration decides is being done in slices (this event hands
-  /// its work out, or its slices are to come): arbitration waits for its last slice, so its
-  /// outcome is the whole call's. Calls that change no such queue do not hold it up.
-  var arbitrationDeferred: Bool {
-    arbitratedCallsInSlices > 0 || (hasBulk && bulk.touchesArbitration && !bulk.isDone)
-  }
+  /// A call is being done in slices (this event hands work out, or another call's slices are
+  /// to come): arbitration waits for its last slice, so its outcome is the whole call's.
+  var arbitrationDeferred: Bool { callsInSlices > 0 || (hasBulk && !bulk.isDone) }
 
   /// Decides every start of the queues with keys (see the top of this file). `taker`, a worker
   /// of `takerQueue` that holds nothing, is given the first operation started there; the others

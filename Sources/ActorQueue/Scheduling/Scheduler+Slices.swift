@@ -71,10 +71,6 @@ struct BulkWork: Sendable {
   /// The queues this call changed while it had work left: they start nothing until it ends,
   /// when their starts are decided as if the call had been one event.
   var held: [QueueReference] = []
-  /// It walks or changed a queue whose starts arbitration decides (keys, shared limiters): every
-  /// arbitration waits for its end (`Scheduler.arbitrationDeferred`). A call that changes no such
-  /// queue changes no lock or shared limiter, so arbitration goes on between its slices.
-  var touchesArbitration = false
 
   /// Whether nothing is left to do but let the held queues start again.
   var isDone: Bool { releases.isEmpty && ends.isEmpty && walks.isEmpty }
@@ -85,7 +81,6 @@ struct BulkWork: Sendable {
     ends += other.ends
     walks += other.walks
     for queue in other.held where !held.contains(queue) { held.append(queue) }
-    touchesArbitration = touchesArbitration || other.touchesArbitration
   }
 }
 
@@ -126,7 +121,6 @@ extension Scheduler {
       through: nextSubmission)
     queues[queue].walkCursors.append(WalkCursor(token: walk.token, next: queues[queue].first))
     if kind.stopsStarts { queues[queue].machine.beginWalk() }
-    if queues[queue].isArbitrated { bulk.touchesArbitration = true }
     bulk.walks.append(walk)
     markBulk()
     drainBulk(&effects)
@@ -161,7 +155,6 @@ extension Scheduler {
     _ work: consuming BulkWork, now: () -> SchedulerInstant, _ effects: inout Effects
   ) {
     callsInSlices -= 1  // counted again below if this slice hands out more
-    if work.touchesArbitration { arbitratedCallsInSlices -= 1 }
     bulk = work
     markBulk()
     drainBulk(&effects)
@@ -265,7 +258,6 @@ extension Scheduler {
     guard !bulk.held.contains(reference) else { return }
     queues[queue].machine.beginWalk()
     bulk.held.append(reference)
-    if queues[queue].isArbitrated { bulk.touchesArbitration = true }
   }
 
   /// At the end of a slice, before starts are decided: while the call has work left, the queues
@@ -294,9 +286,7 @@ extension Scheduler {
     guard hasBulk else { return }
     hasBulk = false
     guard !bulk.isDone else { return }
-    let counted = effects.bulk?.touchesArbitration ?? false
     if effects.bulk == nil { callsInSlices += 1 }  // once per hold that hands work out
-    if bulk.touchesArbitration && !counted { arbitratedCallsInSlices += 1 }
     effects.addBulk(bulk)
     bulk = BulkWork()
   }

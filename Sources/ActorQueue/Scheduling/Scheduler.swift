@@ -110,8 +110,6 @@ struct Scheduler: Sendable {
   /// it first): read under the lock, it tells another thread (a test) that what it sees may be
   /// part of such a call's work done.
   var callsInSlices = 0
-  /// Those of them that change a queue arbitration decides (`BulkWork.touchesArbitration`).
-  var arbitratedCallsInSlices = 0
   /// Identifies whole-queue walks.
   var nextWalkToken: UInt64 = 0
   var queues: [QueueRecord] = []

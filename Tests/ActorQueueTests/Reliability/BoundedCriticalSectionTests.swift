@@ -58,40 +58,6 @@ struct BoundedCriticalSectionTests {
   }
 
   @Test(
-    "A call in slices on queues without keys does not hold up arbitration elsewhere; one on a queue with keys does, until its last slice"
-  )
-  func arbitrationWaitsOnlyForCallsThatChangeItsQueues() {
-    var h = harness(sliceLimit: 100)
-    let plain = h.makeQueue(limit: 1)
-    let keyed = h.makeQueue(limit: 1)
-    let otherKeyed = h.makeQueue(limit: 1)
-    let database = ExclusivityDomain(name: "database")
-    h.add("blocker", to: plain)
-    for name in names("w", 1_000) { h.add(name, to: plain) }
-    h.event { s, now, e in s.cancelAll(in: plain, now: now, &e) }
-    #expect(!h.pendingBulk.isEmpty && h.scheduler.arbitratedCallsInSlices == 0)
-    // Between the slices of a call that changes no queue with keys, a keyed add starts at once
-    // (it once waited for every call in slices of the process: a test saw 55 s).
-    h.add("migration", traits: [.exclusive("schema", in: database)], to: keyed)
-    #expect(h.running.contains("migration"))
-    while h.continueBulk() {}
-    h.end("migration")
-    h.end("blocker")
-
-    // A call that walks a queue with keys: arbitration waits for its end, so its outcome is
-    // the whole call's.
-    h.add("holder", traits: [.exclusive("schema", in: database)], to: keyed)
-    for name in names("k", 300) { h.add(name, traits: [.exclusive(ExclusivityKey("k-\(name)"))], to: keyed) }
-    h.event { s, now, e in s.cancelAll(in: keyed, now: now, &e) }
-    #expect(!h.pendingBulk.isEmpty && h.scheduler.arbitratedCallsInSlices == 1)
-    h.add("backfill", traits: [.exclusive("other", in: database)], to: otherKeyed)
-    #expect(!h.running.contains("backfill"), "decided between the slices of a keyed queue's call")
-    while h.continueBulk() {}
-    #expect(h.running.contains("backfill"))
-    #expect(h.scheduler.arbitratedCallsInSlices == 0 && h.scheduler.callsInSlices == 0)
-  }
-
-  @Test(
     "An op's end releases its 5,000 dependents in slices; they start by priority once all are released, as if in one event"
   )
   func dependentsInSlices() throws {

@@ -168,11 +168,9 @@ private struct ValueRun {
       }
       while harness.continueBulk() {}
     }
-    if harness.scheduler.callsInSlices != 0 || harness.scheduler.arbitratedCallsInSlices != 0 {
+    if harness.scheduler.callsInSlices != 0 {
       return ScriptFailure(
-        step: index,
-        message: "after \(step): \(harness.scheduler.callsInSlices) calls in slices left counted "
-          + "(\(harness.scheduler.arbitratedCallsInSlices) deferring arbitration)"
+        step: index, message: "after \(step): \(harness.scheduler.callsInSlices) calls in slices left counted"
       )
     }
     releaseGoneHandles()

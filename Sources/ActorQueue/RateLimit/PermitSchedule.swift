@@ -121,13 +121,11 @@ struct PermitSchedule: Sendable, Equatable {
 
   /// Takes a start costing `cost` (1 through ``capacity``) at `now` if it conforms there;
   /// otherwise takes nothing and returns the instant from which it conforms.
-  // Inlined: the common case, a bucket with its whole burst available, is a few instructions.
+  // Inlined: the common case, a bucket with its whole burst available, needs no call.
   @inline(__always)
   mutating func take(cost: Int64, at now: Int64) -> Int64? {
     if case .tokenBucket(let permits, let interval, _) = rule, isIdle(at: now), now >= penaltyEnd {
-      let part = cost * interval
-      tatWhole = now + part / permits
-      tatPart = part % permits
+      recordFromIdle(cost: cost, at: now, permits: permits, interval: interval)
       return nil
     }
     return takeAfterChecking(cost: cost, at: now)
@@ -145,8 +143,8 @@ struct PermitSchedule: Sendable, Equatable {
     switch rule {
     case .tokenBucket(let permits, let interval, _):
       if isIdle(at: now) {
-        tatWhole = now
-        tatPart = 0
+        recordFromIdle(cost: cost, at: now, permits: permits, interval: interval)
+        return
       }
       let part = tatPart + cost * interval
       tatWhole += part / permits
@@ -157,6 +155,14 @@ struct PermitSchedule: Sendable, Equatable {
         oldest = oldest + 1 == ring.count ? 0 : oldest + 1
       }
     }
+  }
+
+  /// Token bucket, idle at `now`: a start costing `cost` moves TAT from `now`.
+  @inline(__always)
+  private mutating func recordFromIdle(cost: Int64, at now: Int64, permits: Int64, interval: Int64) {
+    let part = cost * interval
+    tatWhole = now + part / permits
+    tatPart = part % permits
   }
 
   /// The permits a start could take at `now` (none during a penalty).

@@ -28,6 +28,8 @@ enum CountedWorkload: String, CaseIterable, Sendable {
   /// bench's `exclusive` row; 1,024 keys in turn, interned at every size, so the difference of
   /// two sizes leaves out what interning costs).
   case exclusiveDistinctMax4 = "exclusive-distinct-max4"
+  /// `exclusive-distinct-max4`'s reference: the same ops without keys (the bench row's).
+  case noKeysMax4 = "no-keys-max4"
   /// Trivial ops all holding one key on an unlimited queue.
   case exclusiveOneKey = "exclusive-one-key"
   /// `exclusive-one-key`'s reference: the same ops without keys on a serial queue.
@@ -60,6 +62,8 @@ enum CountedWorkload: String, CaseIterable, Sendable {
     case .exclusiveOneKey:
       _ = Exclusive.actorQueue(
         n: n, limit: ActorQueue.defaultMaxConcurrentOperationCount, traits: [[.exclusive("count-one-key")]])
+    case .noKeysMax4:
+      _ = Exclusive.actorQueue(n: n, limit: 4, traits: nil)
     case .serialMax1:
       _ = Exclusive.actorQueue(n: n, limit: 1, traits: nil)
     case .exclusiveOneKeyChain:

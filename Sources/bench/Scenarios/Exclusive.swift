@@ -138,7 +138,9 @@ enum Exclusive {
       let counter = Counter()
       let queue = ActorQueue(maxConcurrentOperationCount: limit)
       queue.isSuspended = suspended
-      let body: @Sendable () -> Void = { counter.increment() }
+      // Async, as the add takes it: a synchronous closure would be converted per add, and the
+      // compiler hoists that conversion out of one loop but not the other.
+      let body: @Sendable () async -> Void = { counter.increment() }
       let start = now()
       if let traits {
         for index in 0..<n { queue.addOperation(traits: traits[index % traits.count], body) }

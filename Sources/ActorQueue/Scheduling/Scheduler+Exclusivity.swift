@@ -4,13 +4,16 @@
 //   has not ended or gone back to waiting for a retry), at most one reserver (aging, below), and
 //   its parked waiters by rank (priority, then the global submission order: `ReadyQueue`).
 // - Starts of a queue that ever had an operation with keys, or shares a limiter (`isArbitrated`),
-//   are all decided by `arbitrate`, never by a worker's own claim: released locks are scanned
+//   are all decided by arbitration, never by the start rule's own claim: released locks are scanned
 //   first, then greedy rounds start, across those queues, the best-ranked head that may start: a queue's
 //   ready head whose keys are taken is parked on each of its keys (it leaves the ready set, so
 //   nothing behind it waits: no head-of-line blocking) and the next head is looked at. Keys are
 //   taken all together in the step that takes the slot; an operation waiting for keys holds
 //   nothing. One global order of decisions makes the outcome a function of the state, not of
-//   which queue's worker came first: the reference model decides the same way.
+//   which queue's worker came first: the reference model decides the same way. When only one
+//   queue changed since the last arbitration, which left nothing startable, and no waited-for
+//   lock was released and no queue has limiters, the rounds reduce to that queue's heads in
+//   order: its claim and its settle decide them without the rounds (`decidesAlone`).
 // - A released lock is scanned: its waiters in rank order, each whose keys are now all free put
 //   back in its ready set, until one whose queue has room (not stopped, a slot free); a waiter
 //   still blocked by another key stays. A lock still free after the greedy rounds is scanned
@@ -90,15 +93,28 @@ extension Scheduler {
   /// domain, and the queue decides its starts by arbitration from now on.
   mutating func beginExclusive(_ index: Int, _ requests: ExclusiveRequests, on queue: Int) {
     guard let first = requests.first else { return }
-    if requests.rest.isEmpty, first.keys.count == 1 {
-      // One key, the common case: no list to sort.
-      let id = LockID(domain: domain(of: first, for: index, on: queue), key: first.keys[0].id)
-      beginExclusive(index, ExclusiveState(slot: lockSlot(for: id)), on: queue)
+    if requests.rest.isEmpty {
+      beginExclusive(index, first, on: queue)
       return
     }
+    beginExclusive(index, requests.all, on: queue)
+  }
+
+  /// ``beginExclusive(_:_:on:)`` for one request (a non-empty key list).
+  mutating func beginExclusive(_ index: Int, _ request: ExclusiveRequest, on queue: Int) {
+    guard request.keys.count == 1 else {
+      beginExclusive(index, [request], on: queue)
+      return
+    }
+    // One key, the common case: no list to sort.
+    let id = LockID(domain: domain(of: request, for: index, on: queue), key: request.keys[0].id)
+    beginExclusive(index, ExclusiveState(slot: lockSlot(for: id)), on: queue)
+  }
+
+  private mutating func beginExclusive(_ index: Int, _ requests: [ExclusiveRequest], on queue: Int) {
     var ids: [LockID] = []
-    if requests.rest.isEmpty { ids.reserveCapacity(first.keys.count) }
-    for request in requests.all {
+    if requests.count == 1 { ids.reserveCapacity(requests[0].keys.count) }
+    for request in requests {
       let domain = domain(of: request, for: index, on: queue)
       for key in request.keys { ids.append(LockID(domain: domain, key: key.id)) }
     }
@@ -123,13 +139,19 @@ extension Scheduler {
     beginExclusive(index, state, on: queue)
   }
 
+  @inline(__always)
   private mutating func beginExclusive(_ index: Int, _ state: ExclusiveState, on queue: Int) {
     if exclusiveStates.count <= index {
-      exclusiveStates.append(contentsOf: repeatElement(.unused, count: index + 1 - exclusiveStates.count))
+      // Usually a record just appended (a backlog growing): one element, not a range.
+      if exclusiveStates.count < index {
+        exclusiveStates.append(contentsOf: repeatElement(.unused, count: index - exclusiveStates.count))
+      }
+      exclusiveStates.append(state)
+    } else {
+      exclusiveStates[index] = state
     }
-    exclusiveStates[index] = state
     operations[index].timeMarks.insert(.exclusive)
-    makeArbitrated(queue)
+    if !queues[queue].isArbitrated { makeArbitrated(queue) }
   }
 
   /// `queue`'s starts are decided by arbitration from now on (it has an operation with keys, or
@@ -324,10 +346,16 @@ extension Scheduler {
   private mutating func insertWaiter(_ index: Int) {
     let priority = operations[index].priority
     let order = operations[index].order
-    for position in 0..<lockCount(of: index) {
-      let slot = lockSlot(of: index, at: position)
-      setStamp(
-        lockStates[slot].waiters.insert(index, order: order, priority: priority), of: index, at: position)
+    if exclusiveStates[index].more < 0 {
+      // One key: no access to the other locks' lists (a write there would check them unique).
+      let slot = exclusiveStates[index].slot
+      exclusiveStates[index].stamp = lockStates[slot].waiters.insert(index, order: order, priority: priority)
+    } else {
+      for position in 0..<lockCount(of: index) {
+        let slot = lockSlot(of: index, at: position)
+        setStamp(
+          lockStates[slot].waiters.insert(index, order: order, priority: priority), of: index, at: position)
+      }
     }
     exclusiveStates[index].isParked = true
     exclusiveStates[index].parkedPriority = priority
@@ -386,20 +414,25 @@ extension Scheduler {
     }
   }
 
-  /// `index` releases its keys (it ended, or goes back to waiting for a retry).
+  /// `index` releases its keys (it ended, or goes back to waiting for a retry). A lock with no
+  /// waiter and no reserver is not marked: its scan would put nothing back.
   mutating func releaseLocks(of index: Int) {
     guard exclusiveStates[index].holds else { return }
     exclusiveStates[index].holds = false
     for position in 0..<lockCount(of: index) {
       let slot = lockSlot(of: index, at: position)
       lockStates[slot].holder = -1
-      markDirty(slot)
+      if !lockStates[slot].waiters.isEmpty || lockStates[slot].reservedBy >= 0 { markDirty(slot) }
     }
   }
 
   /// `index` ended: its keys, its place among the waiters and its reservations go; a lock nobody
   /// uses any more is freed.
   mutating func endExclusive(_ index: Int) {
+    if exclusiveStates[index].more < 0 {
+      endExclusiveWithOneKey(index)
+      return
+    }
     releaseLocks(of: index)
     unpark(index)
     clearReservations(of: index)
@@ -421,6 +454,36 @@ extension Scheduler {
     }
     exclusiveStates[index] = .unused
     operations[index].timeMarks.remove(.exclusive)
+  }
+
+  /// ``endExclusive(_:)`` for an operation with one key: its lock is changed in one access.
+  private mutating func endExclusiveWithOneKey(_ index: Int) {
+    let slot = exclusiveStates[index].slot
+    let holds = exclusiveStates[index].holds
+    if exclusiveStates[index].isParked { unpark(index) }
+    if !reservers.isEmpty { clearReservations(of: index) }
+    let (users, scans) = Self.leave(&lockStates[slot], holding: holds)
+    if scans { markDirty(slot) }
+    if users == 0 {
+      // Nobody uses it, so it has no holder, reserver or waiter: kept as it is for the next lock.
+      unlinkLock(slot)
+      if lockStates[slot].isDirty {
+        dirtyLocks.removeFirst(slot)
+        lockStates[slot].isDirty = false
+      }
+      freeLockSlots.append(slot)
+    }
+    exclusiveStates[index] = .unused
+    operations[index].timeMarks.remove(.exclusive)
+  }
+
+  /// A user of `lock` leaves it, releasing it if it `holding` it; returns the users left and
+  /// whether the lock must be scanned (released with a waiter or a reserver).
+  private static func leave(_ lock: inout LockState, holding: Bool) -> (users: Int, scans: Bool) {
+    lock.users -= 1
+    guard holding else { return (lock.users, false) }
+    lock.holder = -1
+    return (lock.users, !lock.waiters.isEmpty || lock.reservedBy >= 0)
   }
 
   private mutating func markDirty(_ slot: Int) {
@@ -671,6 +734,18 @@ extension Scheduler {
     return reserved
   }
 
+  /// A queue with keys changed (``Scheduler/settle(now:_:)``, its excess requests recounted): its
+  /// starts are decided now when ``decidesAlone(_:)``, else by arbitration once the touched
+  /// queues are done. A change that leaves it unable to start anything, with no lock released and
+  /// no limiter to re-ask, leaves the last arbitration's outcome as it was (an add to a full
+  /// queue): no arbitration for it.
+  mutating func settleArbitrated(_ queue: Int, now: () -> SchedulerInstant, _ effects: inout Effects) {
+    guard queues[queue].machine.canStartNow || !dirtyLocks.isEmpty || !limitedQueues.isEmpty else { return }
+    var none: WorkerAction?
+    if decidesAlone(queue), startAlone(queue, taker: nil, takerAction: &none, now: now, &effects) { return }
+    needsArbitration = true
+  }
+
   /// Starts `index`, just given a slot in `queue`: its keys in the same step.
   private mutating func start(
     _ index: Int, in queue: Int, taker: Worker?, takerQueue: Int, takerAction: inout WorkerAction?,
@@ -678,7 +753,7 @@ extension Scheduler {
   ) {
     if queues[queue].hasLimiters { takePermits(of: index, in: queue, now: now) }
     if operations[index].timeMarks.contains(.exclusive), !exclusiveStates[index].holds {
-      clearReservations(of: index)
+      if !reservers.isEmpty { clearReservations(of: index) }
       exclusiveStates[index].holds = true
       exclusiveStates[index].passedOver = 0
       for position in 0..<lockCount(of: index) {
@@ -704,8 +779,54 @@ extension Scheduler {
     _ worker: Worker, queue: Int, countedStarting: Bool, now: () -> SchedulerInstant, _ effects: inout Effects
   ) -> WorkerAction {
     if countedStarting { queues[queue].machine.workerRetired() }
-    if let action = arbitrate(taker: worker, takerQueue: queue, now: now, &effects) { return action }
+    var action: WorkerAction?
+    if !decidesAlone(queue) || !startAlone(queue, taker: worker, takerAction: &action, now: now, &effects),
+      let next = arbitrate(taker: action == nil ? worker : nil, takerQueue: queue, now: now, &effects)
+    {
+      action = next
+    }
+    if let action { return action }
     freeQueueIfDone(queue, &effects)
     return .retire
+  }
+
+  /// Whether arbitration now would decide `queue`'s starts alone, head by head: the last
+  /// arbitration left every queue with keys unable to start anything, and since then only `queue`
+  /// changed (touched last, or not at all: its slot freed, heads added), no lock was released that
+  /// anyone waits for, and no queue has limiters.
+  @inline(__always)
+  private func decidesAlone(_ queue: Int) -> Bool {
+    !needsArbitration && dirtyLocks.isEmpty && limitedQueues.isEmpty && !arbitrationDeferred
+      && (firstTouched < 0 || (firstTouched == queue && queues[queue].nextTouched < 0))
+  }
+
+  /// Arbitration's rounds when ``decidesAlone(_:)``, without them: `queue`'s heads in order, each
+  /// whose one key is taken parked, each whose one key is free with nobody waiting for it started
+  /// (nobody to pass over), the first on `taker`. Stops at a head it cannot decide so (several keys,
+  /// waiters to pass over, a paused body, external work) and returns `false`: arbitration decides
+  /// from there. Returns `true` when `queue` can start nothing more.
+  @inline(__always)
+  private mutating func startAlone(
+    _ queue: Int, taker: Worker?, takerAction: inout WorkerAction?, now: () -> SchedulerInstant,
+    _ effects: inout Effects
+  ) -> Bool {
+    while queues[queue].machine.canStartNow, let head = queues[queue].machine.peekReady() {
+      guard operations[head].external == nil, !operations[head].phase.isPausedInBody else { return false }
+      if operations[head].timeMarks.contains(.exclusive) {
+        let slot = exclusiveStates[head].slot
+        guard exclusiveStates[head].more < 0, !exclusiveStates[head].holds else { return false }
+        let holder = lockStates[slot].holder
+        let reserver = lockStates[slot].reservedBy
+        if (holder >= 0 && holder != head) || (reserver >= 0 && reserver != head) {
+          park(head, &effects)
+          continue
+        }
+        guard lockStates[slot].waiters.isEmpty else { return false }
+      }
+      _ = queues[queue].machine.claimWithoutWorker()
+      greedyRound &+= 1  // what a round would count
+      start(head, in: queue, taker: taker, takerQueue: queue, takerAction: &takerAction, now: now, &effects)
+    }
+    return true
   }
 }

@@ -42,7 +42,7 @@ extension Scheduler {
       }
       let queue = takeFirstTouched()
       if queues[queue].isArbitrated {
-        settleByArbitration(queue)
+        settleByArbitration(queue, now: now, &effects)
         continue
       }
       // The rare cases are out of line, so that the common path (an idle queue's start, above
@@ -102,12 +102,14 @@ extension Scheduler {
     }
   }
 
-  /// A queue with keys changed: its excess requests are recounted now, its starts decided by
-  /// arbitration once the touched queues are done.
+  /// A queue with keys changed: its excess requests are recounted now, its starts decided as
+  /// `settleArbitrated` says.
   @inline(never)
-  private mutating func settleByArbitration(_ queue: Int) {
+  private mutating func settleByArbitration(
+    _ queue: Int, now: () -> SchedulerInstant, _ effects: inout Effects
+  ) {
     if queues[queue].hasExcessRequests { withdrawUnneededExcessRequests(in: queue) }
-    needsArbitration = true
+    settleArbitrated(queue, now: now, &effects)
   }
 
   /// Takes the first queue off the list of those the current event changed.

@@ -62,6 +62,17 @@ extension ActorQueue {
     as type: QueueOperation<Success>.Type
   ) -> QueueOperation<Success> {
     guard !traits.isEmpty else { return submit(name: name, priority: priority, work, as: type) }
+    if traits.count == 1, case .exclusive(let request) = traits[0].kind {
+      // Keys alone, the common case: nothing to fold, no clock to check.
+      let index = index
+      return Engine.run { scheduler, effects in
+        let id = OperationID()
+        let record = scheduler.createOperation(id: id, name: name, priority: priority, work: work)
+        let operation = type.init(id: id, name: name, recordIndex: record)
+        scheduler.submitExclusive(operation, request, to: index, now: Engine.now, &effects)
+        return operation
+      }
+    }
     let time = TimeTraits(traits)
     time.checkClock(clock.id, operation: name ?? "an operation", queue: self.name)
     let index = index
@@ -142,6 +153,16 @@ extension Scheduler {
     }
   }
 
+  /// ``submitTimed(_:_:to:now:_:)`` for an operation whose only trait is `.exclusive(request)`.
+  mutating func submitExclusive(
+    _ handle: Handle, _ request: ExclusiveRequest, to queue: Int, now: () -> SchedulerInstant,
+    _ effects: inout Effects
+  ) {
+    if !request.keys.isEmpty { beginExclusive(handle.recordIndex, request, on: queue) }
+    enqueue(handle, into: queue, now: now, &effects)
+    settle(now: now, &effects)
+  }
+
   /// Adds a new operation with traits, folded by the caller: an operation with only a deadline
   /// keeps no time state (its entry and a mark in its record are enough).
   mutating func submitTimed(
@@ -158,7 +179,7 @@ extension Scheduler {
       enqueue(handle, into: queue, now: now, &effects)
     } else {
       enqueue(handle, into: queue, now: now, &effects)
-      armDeadline(of: index, on: queue, traits, now: now)
+      if traits.hasDeadline { armDeadline(of: index, on: queue, traits, now: now) }
     }
     settle(now: now, &effects)
   }

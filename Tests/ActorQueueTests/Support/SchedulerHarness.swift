@@ -144,6 +144,11 @@ struct SchedulerHarness {
     guard !traits.isEmpty else {
       return event { scheduler, now, effects in scheduler.submit(handle, to: queue, now: now, &effects) }
     }
+    if traits.count == 1, case .exclusive(let request) = traits[0].kind {
+      return event { scheduler, now, effects in
+        scheduler.submitExclusive(handle, request, to: queue, now: now, &effects)
+      }
+    }
     let time = TimeTraits(traits)
     event { scheduler, now, effects in scheduler.submitTimed(handle, time, to: queue, now: now, &effects) }
   }

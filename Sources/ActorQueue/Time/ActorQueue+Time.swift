@@ -65,22 +65,30 @@ extension ActorQueue {
     if traits.count == 1, case .exclusive(let request) = traits[0].kind {
       // Keys alone, the common case: nothing to fold, no clock to check.
       let index = index
-      return Engine.run { scheduler, effects in
-        let id = OperationID()
-        let record = scheduler.createOperation(id: id, name: name, priority: priority, work: work)
-        let operation = type.init(id: id, name: name, recordIndex: record)
+      return submitNew(name: name, priority: priority, work, as: type) { scheduler, operation, effects in
         scheduler.submitExclusive(operation, request, to: index, now: Engine.now, &effects)
-        return operation
       }
     }
     let time = TimeTraits(traits)
     time.checkClock(clock.id, operation: name ?? "an operation", queue: self.name)
     let index = index
-    return Engine.run { scheduler, effects in
+    return submitNew(name: name, priority: priority, work, as: type) { scheduler, operation, effects in
+      scheduler.submitTimed(operation, time, to: index, now: Engine.now, &effects)
+    }
+  }
+
+  /// Creates the handle and record of a new operation and submits it with `submission`, in one
+  /// critical section.
+  @inline(__always)
+  private nonisolated func submitNew<Success: Sendable>(
+    name: String?, priority: OperationPriority, _ work: OperationWork, as type: QueueOperation<Success>.Type,
+    _ submission: (inout Scheduler, QueueOperation<Success>, inout SchedulerEffects) -> Void
+  ) -> QueueOperation<Success> {
+    Engine.run { scheduler, effects in
       let id = OperationID()
       let record = scheduler.createOperation(id: id, name: name, priority: priority, work: work)
       let operation = type.init(id: id, name: name, recordIndex: record)
-      scheduler.submitTimed(operation, time, to: index, now: Engine.now, &effects)
+      submission(&scheduler, operation, &effects)
       return operation
     }
   }

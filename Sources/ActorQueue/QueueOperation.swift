@@ -257,6 +257,11 @@ public final class QueueOperation<Success: Sendable>: AnyQueueOperation, @unchec
     super.init(name: name, priority: priority, work: .typed(body))
   }
 
+  /// A prepared operation of `work`.
+  override init(name: String?, priority: OperationPriority, work: OperationWork) {
+    super.init(name: name, priority: priority, work: work)
+  }
+
   /// An operation whose record the caller created under the lock.
   override init(id: OperationID, name: String?, recordIndex: Int, isInEngine: Bool = true) {
     super.init(id: id, name: name, recordIndex: recordIndex, isInEngine: isInEngine)

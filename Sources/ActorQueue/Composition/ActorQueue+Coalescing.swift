@@ -51,7 +51,7 @@ extension ActorQueue {
   /// ``addOperation(name:priority:coalescingBy:_:)`` with traits, which are the caller's: a
   /// deadline ends this caller's handle alone (`.failed` with ``OperationTimeoutError``), and the
   /// shared work goes on for the others, cancelled only once no caller waits for it. An
-  /// execution timeout is refused (precondition, in every build configuration): the work is
+  /// execution timeout or a condition is refused (precondition, in every build configuration): the work is
   /// shared, so no one caller's limit can stop it; give the handle a deadline instead.
   @discardableResult
   public nonisolated func addOperation<Success: Sendable>(
@@ -59,11 +59,19 @@ extension ActorQueue {
     coalescingBy key: some Hashable & Sendable, _ body: @escaping @Sendable () async throws -> Success
   ) -> QueueOperation<Success> {
     for trait in traits {
-      if case .timeout = trait.kind {
+      switch trait.kind {
+      case .timeout:
         fatalError(
           "ActorQueue: addOperation(traits: [\(trait)], coalescingBy: \(key)): an execution timeout cannot apply "
             + "to shared work, which other callers may still wait for; give this caller's handle a "
             + ".deadline(in:) instead")
+      case .condition:
+        fatalError(
+          "ActorQueue: addOperation(traits: [\(trait)], coalescingBy: \(key)): a condition cannot apply to "
+            + "shared work, which other callers wait for whatever one caller's condition says; check it "
+            + "before adding, or inside the body")
+      default:
+        continue
       }
     }
     return addCoalesced(name: name, priority: priority, traits: traits, key: key, body)

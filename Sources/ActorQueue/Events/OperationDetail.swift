@@ -10,11 +10,14 @@ public struct OperationDetail: Sendable, Hashable, CustomStringConvertible {
   /// For ``retryScheduled(attempt:at:)``: the attempt that failed and the instant of the next.
   private let attempt: Int
   private let instant: QueueDeadline?
+  /// For ``conditionNotYet(_:until:)``: the condition's name.
+  private let name: String?
 
-  init(rawValue: UInt8, attempt: Int = 0, instant: QueueDeadline? = nil) {
+  init(rawValue: UInt8, attempt: Int = 0, instant: QueueDeadline? = nil, name: String? = nil) {
     self.rawValue = rawValue
     self.attempt = attempt
     self.instant = instant
+    self.name = name
   }
 
   /// The operation's deadline passed: it ends at once if it had not started, otherwise its task
@@ -37,11 +40,26 @@ public struct OperationDetail: Sendable, Hashable, CustomStringConvertible {
   /// For ``retryScheduled(attempt:at:)``, the instant the next attempt may start.
   public var retryAt: QueueDeadline? { rawValue == 2 ? instant : nil }
 
-  /// `deadline expired`, `timed out`, `retry 2 at 1.5s (manual #3)` (after attempt 1 failed).
+  /// Its condition named `name` answered ``ConditionResult/notYet(retryAfter:)``: it is `.pending`,
+  /// holding no slot, and competes for a slot again at `until`, on its queue's clock, when its
+  /// conditions are evaluated again.
+  public static func conditionNotYet(_ name: String, until: QueueDeadline) -> OperationDetail {
+    OperationDetail(rawValue: 3, instant: until, name: name)
+  }
+
+  /// For ``conditionNotYet(_:until:)``, the condition's name; `nil` for other details.
+  public var conditionName: String? { rawValue == 3 ? name : nil }
+
+  /// For ``conditionNotYet(_:until:)``, the instant it competes for a slot again.
+  public var conditionUntil: QueueDeadline? { rawValue == 3 ? instant : nil }
+
+  /// `deadline expired`, `timed out`, `retry 2 at 1.5s (manual #3)` (after attempt 1 failed),
+  /// `condition "online" not yet, again at 5.0s (manual #3)`.
   public var description: String {
     switch rawValue {
     case 0: "deadline expired"
     case 1: "timed out"
+    case 3: "condition \"\(name ?? "?")\" not yet, again at \(instant.map(String.init(describing:)) ?? "now")"
     default: "retry \(attempt + 1) at \(instant.map(String.init(describing:)) ?? "now")"
     }
   }

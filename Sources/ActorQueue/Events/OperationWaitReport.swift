@@ -43,17 +43,23 @@ public struct OperationWaitReport: Sendable, Hashable, CustomStringConvertible {
     /// The operation waited for: the dependency of ``dependency(_:)``, the holder of
     /// ``key(_:heldBy:)``; `nil` for the others.
     public let operation: OperationID?
-    /// The instant of ``retry(at:)``, ``deadline(_:)`` and ``permits(until:)``; `nil` for the others.
+    /// The instant of ``retry(at:)``, ``deadline(_:)``, ``permits(until:)`` and
+    /// ``condition(_:until:)``; `nil` for the others.
     public let instant: QueueDeadline?
     /// The key of ``key(_:heldBy:)``; `nil` for the others.
     public let key: ExclusivityKey?
+    /// The condition's name for ``condition(_:until:)``; `nil` for the others.
+    public let conditionName: String?
 
-    init(kind: Kind, operation: OperationID? = nil, instant: QueueDeadline? = nil, key: ExclusivityKey? = nil)
-    {
+    init(
+      kind: Kind, operation: OperationID? = nil, instant: QueueDeadline? = nil, key: ExclusivityKey? = nil,
+      conditionName: String? = nil
+    ) {
       self.kind = kind
       self.operation = operation
       self.instant = instant
       self.key = key
+      self.conditionName = conditionName
     }
 
     /// It waits for this dependency to end (on any queue; a legacy operation's Foundation
@@ -91,14 +97,23 @@ public struct OperationWaitReport: Sendable, Hashable, CustomStringConvertible {
       Reason(kind: .permits, instant: instant)
     }
 
+    /// Its condition `name` answered ``ConditionResult/notYet(retryAfter:)``: it holds no slot
+    /// until `instant`, then competes for one again and its conditions are evaluated again
+    /// (``OperationTrait/condition(_:)``).
+    public static func condition(_ name: String, until instant: QueueDeadline) -> Reason {
+      Reason(kind: .condition, instant: instant, conditionName: name)
+    }
     /// `dependency op#9`, `slot`, `suspended`, `paused`, `retry at 1.5s (manual #3)`,
-    /// `deadline at 30.0s (system)`, `key "db" held by op#12`, `permits until 0.2s (manual #1)`.
+    /// `deadline at 30.0s (system)`, `key "db" held by op#12`, `permits until 0.2s (manual #1)`,
+    /// `condition "online" until 5.0s (manual #1)`.
     public var description: String {
       switch kind {
       case .dependency: "dependency \(operation.map(String.init(describing:)) ?? "?")"
       case .retry: "retry at \(instant.map(String.init(describing:)) ?? "?")"
       case .deadline: "deadline at \(instant.map(String.init(describing:)) ?? "?")"
       case .permits: "permits until \(instant.map(String.init(describing:)) ?? "?")"
+      case .condition:
+        "condition \"\(conditionName ?? "?")\" until \(instant.map(String.init(describing:)) ?? "?")"
       case .key:
         "key \(key.map(String.init(describing:)) ?? "?") held by \(operation.map(String.init(describing:)) ?? "?")"
       default: kind.description
@@ -125,10 +140,13 @@ public struct OperationWaitReport: Sendable, Hashable, CustomStringConvertible {
       public static let key = Kind(rawValue: 6)
       /// ``Reason/permits(until:)``.
       public static let permits = Kind(rawValue: 7)
+      /// ``Reason/condition(_:until:)``.
+      public static let condition = Kind(rawValue: 8)
 
-      /// `dependency`, `slot`, `suspended`, `paused`, `retry`, `deadline`, `key` or `permits`.
+      /// `dependency`, `slot`, `suspended`, `paused`, `retry`, `deadline`, `key`, `permits` or `condition`.
       public var description: String {
-        ["dependency", "slot", "suspended", "paused", "retry", "deadline", "key", "permits"][Int(rawValue)]
+        ["dependency", "slot", "suspended", "paused", "retry", "deadline", "key", "permits", "condition"][
+          Int(rawValue)]
       }
     }
   }

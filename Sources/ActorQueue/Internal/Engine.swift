@@ -335,6 +335,8 @@ extension Engine {
         // Every 4,096 operations in a row, give the thread away once: a queue of short
         // operations must not monopolise a thread of the cooperative pool.
         action = operationEnded(operation, worker: worker, outcome: outcome, yieldAfter: streak % 4096 == 0)
+      case .evaluate(let operation, let id, let conditions, let handle):
+        action = await evaluate(conditions, of: operation, id: id, handle: handle, on: worker)
       case .decideRetry(let pending):
         let delay = pending.decide()
         action = retryDecided(worker, pending, delay: delay)
@@ -377,6 +379,21 @@ extension Engine {
       $0.operationEnded(
         operation, worker: worker, queue: worker.queue, outcome: outcome, yieldAfter: yieldAfter, now: now,
         &$1)
+    }
+  }
+
+  /// Evaluates an operation's conditions as its body would run (the worker entered, so that a
+  /// checkpoint or `ActorQueue.current` works there), then reports the answer.
+  @inline(never)
+  private static func evaluate(
+    _ conditions: [any OperationCondition], of operation: Int, id: OperationID, handle: AnyQueueOperation,
+    on worker: Worker
+  ) async -> WorkerAction {
+    worker.enter(operation, id: id)
+    let answer = await ConditionAnswer.evaluate(conditions, for: handle)
+    worker.leave()
+    return run {
+      $0.conditionsAnswered(operation, id: id, worker: worker, queue: worker.queue, answer: answer, now: now, &$1)
     }
   }
 

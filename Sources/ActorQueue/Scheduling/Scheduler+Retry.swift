@@ -319,13 +319,6 @@ extension Scheduler {
     let clockNow = needsInstant ? instant(of: clock, now: now) : 0
     let at = Backoff.adding(clockNow, delay)
     guard at < deadline else { return nil }
-    // Its slot, its place among the started bodies, a pause request: as an end gives them back.
-    queues[queue].machine.operationEnded()
-    let taskCancelled = unlinkStarted(index, in: queue)
-    worker.setPauseRequested(false, in: pauses)
-    operations[index].excessPaused = false
-    if queues[queue].hasExcessRequests { touch(queue) }
-    endAttemptTime(of: index)
     retryStates[slot].previousDelay = delay
     if retryStates[slot].policy?.keepsErrors == true {
       let dropped = modifyRetryExtras(of: index) { extras -> (any Error)? in
@@ -334,16 +327,33 @@ extension Scheduler {
       }
       if let dropped { effects.garbage.releaseLater(error: dropped) }
     }
+    return returnToPending(
+      index, worker: worker, queue: queue, delay: delay, at: at,
+      detail: { .retryScheduled(attempt: attempt, at: $0) }, now: now, &effects)
+  }
+
+  /// Slot-free re-entry, for a retry and a condition that answered "not yet": `index`, executing
+  /// on `worker`, gives back its slot, its place among the started bodies, a pause request and
+  /// its keys, returns to `.pending`, and becomes ready now (`delay` 0) or when its timer at `at`
+  /// (of its queue's clock) fires. The worker claims the next operation, or retires if its task
+  /// was cancelled. `detail`: the event its queue's subscribers get, given the instant.
+  mutating func returnToPending(
+    _ index: Int, worker: Worker, queue: Int, delay: Int64, at: Int64,
+    detail: (QueueDeadline) -> OperationDetail, now: () -> SchedulerInstant, _ effects: inout Effects
+  ) -> WorkerAction {
+    let clock = queues[queue].clock
+    queues[queue].machine.operationEnded()
+    let taskCancelled = unlinkStarted(index, in: queue)
+    worker.setPauseRequested(false, in: pauses)
+    operations[index].excessPaused = false
+    if queues[queue].hasExcessRequests { touch(queue) }
+    endAttemptTime(of: index)
     transition(index, to: .pending, &effects)
     // Its keys too: the next attempt takes them again with its slot.
     if operations[index].timeMarks.contains(.exclusive) { releaseLocks(of: index) }
     if !queues[queue].subscribers.isEmpty {
       let next = QueueDeadline(clock: QueueClock(id: clock), nanoseconds: at)
-      emit(
-        .detail(
-          id: operations[index].id, name: operations[index].name,
-          detail: .retryScheduled(attempt: attempt, at: next)),
-        in: queue, &effects)
+      emit(.detail(id: operations[index].id, name: operations[index].name, detail: detail(next)), in: queue, &effects)
     }
     if delay == 0 {
       makeReady(index, &effects)

@@ -62,9 +62,13 @@ extension Scheduler {
     }
     operations[index].isLive = false
     freeOperations.append(index)
-    if operations[index].timeSlot >= 0 { releaseTimeSlot(of: index) }  // a prepared operation's traits
-    if operations[index].retrySlot >= 0 { freeRetrySlot(of: index) }
     var garbage = Garbage()
+    if operations[index].timeSlot >= 0 {
+      // A prepared operation's traits.
+      releaseConditions(of: index, into: &garbage)
+      releaseTimeSlot(of: index)
+    }
+    if operations[index].retrySlot >= 0 { freeRetrySlot(of: index) }
     // Dependencies that still list it as a dependent skip it by its identifier (the index may
     // be reused), so there is nothing to unlink there. What it owned is taken out in place.
     if !operations[index].dependencies.isEmpty {

@@ -26,7 +26,14 @@ extension Scheduler {
         if let cycle = cycle(closedBy: barrier, handle.recordIndex) { throw cycleError(cycle) }
       }
     }
-    for handle in handles { enqueue(handle, into: queue, now: now, &effects) }
+    // So must waiting for a condition's produced dependency.
+    for handle in handles where operations[handle.recordIndex].timeSlot >= 0 {
+      if let cycle = cycleOfProduced(handle.recordIndex) { throw cycleError(cycle) }
+    }
+    // A produced dependency in the batch is added with the operation that produced it.
+    for handle in handles where !operations[handle.recordIndex].wasEnqueued {
+      enqueue(handle, into: queue, now: now, &effects)
+    }
     settle(now: now, &effects)
   }
 
@@ -115,6 +122,11 @@ extension Scheduler {
         effects.garbage.releaseLater((timeStates[slot].traits.retry, timeStates[slot].traits.exclusive))
         timeStates[slot].traits.retry = nil
         timeStates[slot].traits.exclusive = ExclusiveRequests()
+      }
+      if !timeStates[slot].produced.isEmpty, let cycle = linkProduced(index, into: queue, now: now, &effects) {
+        // Only an add that cannot throw gets here (the others check first): it ends at once.
+        terminate(index, as: .failed, error: cycleError(cycle), &effects)
+        return
       }
     }
     if operations[index].unfinishedDependencies == 0 && !operations[index].pauseHeld {

@@ -457,6 +457,7 @@ extension Scheduler {
     let slot = Int(operations[index].timeSlot)
     let waiters = timeStates[slot].timedWaiters
     timeStates[slot].timedWaiters = []
+    releaseConditions(of: index, into: &effects.garbage)
     releaseTimeSlot(of: index)
     for waiter in waiters {
       unarm(on: waiter.clock)

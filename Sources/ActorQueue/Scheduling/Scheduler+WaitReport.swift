@@ -18,7 +18,12 @@ extension Scheduler {
         }
         let marks = operations[index].timeMarks
         if marks.contains(.inBackoff), let at = instants[index]?.retry {
-          reasons.append(.retry(at: QueueDeadline(clock: clock, nanoseconds: at)))
+          let instant = QueueDeadline(clock: clock, nanoseconds: at)
+          if let name = time(of: index)?.deferredBy {
+            reasons.append(.condition(name, until: instant))
+          } else {
+            reasons.append(.retry(at: instant))
+          }
         }
         if marks.contains(.deadlineArmed), let at = instants[index]?.deadline {
           reasons.append(.deadline(QueueDeadline(clock: clock, nanoseconds: at)))

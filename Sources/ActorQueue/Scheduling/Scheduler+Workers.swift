@@ -5,6 +5,10 @@ enum WorkerAction: Sendable {
   /// Start the work of an externally completed operation (it keeps its slot until the work
   /// reports its end), then claim the next (``Scheduler/claimNext(_:queue:now:)``).
   case start(operation: Int, id: OperationID, work: any ExternalWork)
+  /// Evaluate the conditions of an operation just given its slot (user code: outside the lock),
+  /// then report ``Scheduler/conditionsAnswered(_:id:worker:queue:answer:now:_:)``; its body
+  /// stays in its record meanwhile.
+  case evaluate(operation: Int, id: OperationID, conditions: [any OperationCondition], handle: AnyQueueOperation)
   /// Ask the retry policy of an operation whose attempt failed (user code: outside the lock),
   /// then report ``Scheduler/retryDecided(_:delay:worker:queue:now:_:)``.
   case decideRetry(PendingRetry)

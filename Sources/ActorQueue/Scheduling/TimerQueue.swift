@@ -190,6 +190,8 @@ struct TimeTraits: Sendable {
   var exclusive = ExclusiveRequests()
   /// The permits one start costs (`.cost`; 1 when not given).
   var cost: Int64?
+  /// The `.condition` traits, in order, kept until the operation ends (evaluated at each start).
+  var conditions: [any OperationCondition] = []
 
   init() {}
 
@@ -219,6 +221,8 @@ struct TimeTraits: Sendable {
         if !request.keys.isEmpty { exclusive.append(request) }
       case .cost(let permits):
         cost = permits
+      case .condition(let condition):
+        conditions.append(condition)
       }
     }
   }
@@ -249,6 +253,10 @@ struct OperationTime: Sendable {
   var armedTimeout: Int64?
   /// Callers in `waitUntilFinished(timeout:)`.
   var timedWaiters: [TimedWaiter] = []
+  /// Its conditions' produced dependencies, until it is added to a queue (then linked).
+  var produced: [Handle] = []
+  /// The condition that answered "not yet", while it waits for its next evaluation.
+  var deferredBy: String?
 }
 
 /// What time left in an operation's record: one byte, in padding the record has anyway.

@@ -72,6 +72,13 @@ extension ActorQueue {
     let time = TimeTraits(traits)
     time.checkClock(clock.id, operation: name ?? "an operation", queue: self.name)
     let index = index
+    if !time.conditions.isEmpty {
+      // Conditions ask for their dependencies, outside the lock, between creation and submission.
+      let operation = QueueOperation<Success>(name: name, priority: priority, work: work)
+      operation.setTraits(traits, conditions: time.conditions)
+      Engine.run { $0.submit(operation, to: index, now: Engine.now, &$1) }
+      return operation
+    }
     return submitNew(name: name, priority: priority, work, as: type) { scheduler, operation, effects in
       scheduler.submitTimed(operation, time, to: index, now: Engine.now, &effects)
     }
@@ -104,7 +111,7 @@ extension QueueOperation {
     _ body: @escaping @Sendable () async throws -> Success
   ) {
     self.init(name: name, priority: priority, body)
-    if !traits.isEmpty { Engine.mutate { [recordIndex] in $0.setTraits(traits, of: recordIndex) } }
+    setTraits(traits)
   }
 }
 
@@ -129,9 +136,21 @@ extension AnyQueueOperation {
 }
 
 extension AnyQueueOperation {
-  /// Gives this operation, not yet in a queue, traits (the OperationAdapter's legacy handles).
+  /// Gives this operation, not yet in a queue, traits (also the OperationAdapter's legacy handles).
   package func setTraits(_ traits: [OperationTrait]) {
-    if !traits.isEmpty { Engine.mutate { [recordIndex] in $0.setTraits(traits, of: recordIndex) } }
+    guard !traits.isEmpty else { return }
+    let conditions = traits.compactMap { trait -> (any OperationCondition)? in
+      if case .condition(let condition) = trait.kind { return condition }
+      return nil
+    }
+    setTraits(traits, conditions: conditions)
+  }
+
+  /// ``setTraits(_:)`` with the traits' `conditions`, whose dependencies are asked for here,
+  /// outside the lock, once.
+  func setTraits(_ traits: [OperationTrait], conditions: [any OperationCondition]) {
+    let produced = conditions.compactMap { $0.dependency(for: self) }
+    Engine.mutate { [recordIndex] in $0.setTraits(traits, of: recordIndex, produced: produced) }
   }
 
   /// Callers in ``waitUntilFinished(timeout:)`` now (for tests).
@@ -154,10 +173,21 @@ extension MainQueue {
 
 extension Scheduler {
   /// Gives a new operation, not yet enqueued, its traits (armed when it is enqueued).
-  mutating func setTraits(_ traits: [OperationTrait], of index: Int) {
-    modifyTime(of: index) { $0.traits.add(traits) }
-    if operations[index].external != nil, let policy = time(of: index)?.traits.retry {
+  mutating func setTraits(_ traits: [OperationTrait], of index: Int, produced: [Handle] = []) {
+    modifyTime(of: index) {
+      $0.traits.add(traits)
+      $0.produced += produced
+    }
+    guard operations[index].external != nil, let time = time(of: index) else { return }
+    if let policy = time.traits.retry {
       beginRetries(of: index, policy)  // refuses it, with a message
+    }
+    if let condition = time.traits.conditions.first {
+      let name = operations[index].name ?? operations[index].id.description
+      fatalError(
+        "ActorQueue: \(name) is legacy work (an Operation or other externally completed work), which the queue "
+          + "starts without running a body: .condition(\(condition.name)) cannot apply to it; check the "
+          + "condition inside the work, or add a body that checks it before running the work")
     }
   }
 

@@ -1,5 +1,5 @@
 /// An option that configures one operation: a deadline, a timeout, a retry policy, exclusivity
-/// keys (more kinds join this type later without new overloads). Passed as `traits:` to ``ActorQueue/addOperation(name:priority:traits:_:)->QueueOperation<Success>``
+/// keys, a cost in rate-limit permits, a readiness condition (more kinds join this type later without new overloads). Passed as `traits:` to ``ActorQueue/addOperation(name:priority:traits:_:)->QueueOperation<Success>``
 /// and ``QueueOperation/init(name:priority:traits:_:)``.
 ///
 /// ```swift
@@ -20,6 +20,7 @@ public struct OperationTrait: Sendable, CustomStringConvertible {
     case retry(RetryPolicy)
     case exclusive(ExclusiveRequest)
     case cost(Int64)
+    case condition(any OperationCondition)
   }
 
   let kind: Kind
@@ -80,6 +81,7 @@ public struct OperationTrait: Sendable, CustomStringConvertible {
       "exclusive \(request.keys.map(\.description).joined(separator: ", "))"
         + (request.domain.map { " in \($0)" } ?? "")
     case .cost(let permits): "cost \(permits)"
+    case .condition(let condition): "condition \"\(condition.name)\""
     }
   }
 }

@@ -1,0 +1,137 @@
+/// Readiness conditions: evaluated by the worker between the claim and the body.
+///
+/// A claim of an operation with conditions keeps its body in its record and sends the worker to
+/// evaluate them (``WorkerAction/evaluate(operation:id:conditions:handle:)``), outside the lock;
+/// the answer comes back as ``conditionsAnswered(_:id:worker:queue:answer:now:_:)``, which hands
+/// the body out, ends the operation, or returns it to `.pending` (slot-free re-entry, as a
+/// retry's). Conditions live in the operation's time state (`traits.conditions`) and are let go
+/// of, after unlocking, when it ends.
+extension Scheduler {
+  /// Whether `index` was given conditions (for tests and the submission paths).
+  func hasConditions(_ index: Int) -> Bool {
+    guard operations[index].timeSlot >= 0 else { return false }
+    return !timeStates[Int(operations[index].timeSlot)].traits.conditions.isEmpty
+  }
+
+  /// `index`, which has a time state, was just claimed by `worker` with `body`: its timeout is
+  /// noted, its attempt counted, and with conditions the body stays in the record while the
+  /// worker evaluates them. Out of line: operations without traits never come here.
+  @inline(never)
+  mutating func timedStart(_ index: Int, _ body: OperationBody, on worker: Worker) -> WorkerAction {
+    noteTimedStart(index)
+    if operations[index].retrySlot >= 0 { startAttempt(index, body, on: worker) }
+    let slot = Int(operations[index].timeSlot)
+    let id = operations[index].id
+    guard !timeStates[slot].traits.conditions.isEmpty, let handle = operations[index].enqueuedHandle else {
+      return .run(operation: index, id: id, body: body)
+    }
+    timeStates[slot].deferredBy = nil
+    operations[index].body = body
+    return .evaluate(operation: index, id: id, conditions: timeStates[slot].traits.conditions, handle: handle)
+  }
+
+  /// `worker` evaluated the conditions of `index` (`answer`: the first that was not satisfied,
+  /// `nil` if all were). Cancelled or timed out meanwhile: it ends as its body would have, had it
+  /// thrown `CancellationError` (a retry may follow an execution timeout). Satisfied: the worker
+  /// runs the body. Skip: it ends `.cancelled`; failed: `.failed` with a
+  /// ``ConditionFailedError`` (neither is retried: the body never ran). Not yet: slot-free
+  /// re-entry after the delay.
+  mutating func conditionsAnswered(
+    _ index: Int, id: OperationID, worker: Worker, queue: Int, answer: ConditionAnswer?,
+    now: () -> SchedulerInstant, _ effects: inout Effects
+  ) -> WorkerAction {
+    guard operations[index].id == id, case .executing(.worker(let runner)) = operations[index].phase,
+      runner === worker
+    else {
+      preconditionFailure("Internal inconsistency: a worker evaluated conditions of an operation it did not run")
+    }
+    if operations[index].cancelRequested || operations[index].timeMarks.contains(.timedOut) {
+      return operationEnded(
+        index, worker: worker, queue: queue, outcome: .cancelled, yieldAfter: false, now: now, &effects)
+    }
+    guard let answer else {
+      // A retried operation keeps its body for the next attempt.
+      let body = operations[index].retrySlot >= 0 ? operations[index].body : operations[index].body.take()
+      guard let body else {
+        preconditionFailure("Internal inconsistency: \(id) lost its body while its conditions were evaluated")
+      }
+      return .run(operation: index, id: id, body: body)
+    }
+    let outcome: OutcomeBox
+    switch answer.result.kind {
+    case .satisfied:
+      preconditionFailure("Internal inconsistency: a satisfied condition decided")
+    case .notYet(_, let delay):
+      return deferByCondition(index, worker: worker, queue: queue, name: answer.name, delay: delay, now: now, &effects)
+    case .skip:
+      outcome = .cancelled
+    case .failed(let error):
+      outcome = OutcomeBox(.failure(ConditionFailedError(conditionName: answer.name, underlyingError: error)))
+    }
+    if operations[index].retrySlot >= 0 { attempts.remove(worker) }
+    return endAttempt(index, worker: worker, queue: queue, outcome: outcome, yieldAfter: false, now: now, &effects)
+  }
+
+  /// A condition of `index` named `name` answered "not yet": it returns to `.pending`, holding
+  /// no slot, key or task, and is ready again after `delay` nanoseconds of its queue's clock (its
+  /// deadline, if any, still applies meanwhile).
+  private mutating func deferByCondition(
+    _ index: Int, worker: Worker, queue: Int, name: String, delay: Int64, now: () -> SchedulerInstant,
+    _ effects: inout Effects
+  ) -> WorkerAction {
+    if operations[index].retrySlot >= 0 { attempts.remove(worker) }
+    let needsInstant = delay > 0 || !queues[queue].subscribers.isEmpty
+    let at = needsInstant ? Backoff.adding(instant(of: queues[queue].clock, now: now), delay) : 0
+    timeStates[Int(operations[index].timeSlot)].deferredBy = name
+    return returnToPending(
+      index, worker: worker, queue: queue, delay: delay, at: at,
+      detail: { .conditionNotYet(name, until: $0) }, now: now, &effects)
+  }
+
+  // MARK: Produced dependencies
+
+  /// The cycle a produced dependency of `index` would close, if one does: checked before a
+  /// batch is added, so that a refused batch changes nothing.
+  func cycleOfProduced(_ index: Int) -> [Int]? {
+    guard operations[index].timeSlot >= 0 else { return nil }
+    return cycleOfProduced(index, timeStates[Int(operations[index].timeSlot)].produced)
+  }
+
+  /// `index`, being added to `queue`, waits for its conditions' produced dependencies, each
+  /// added to `queue` first unless it is in a queue already. Returns the cycle one would close
+  /// instead, linking nothing (the caller ends `index`).
+  @inline(never)
+  mutating func linkProduced(
+    _ index: Int, into queue: Int, now: () -> SchedulerInstant, _ effects: inout Effects
+  ) -> [Int]? {
+    let slot = Int(operations[index].timeSlot)
+    let produced = timeStates[slot].produced
+    timeStates[slot].produced = []
+    effects.garbage.releaseLater(produced)
+    if let cycle = cycleOfProduced(index, produced) { return cycle }
+    for dependency in produced {
+      link(dependency, to: index, part: .explicit(requiresSuccess: false), &effects)
+      if !operations[dependency.recordIndex].wasEnqueued {
+        enqueue(dependency, into: queue, now: now, &effects)
+      }
+    }
+    return nil
+  }
+
+  private func cycleOfProduced(_ index: Int, _ produced: [Handle]) -> [Int]? {
+    for dependency in produced {
+      if let cycle = cycle(closedBy: dependency.recordIndex, index) { return cycle }
+    }
+    return nil
+  }
+
+  /// What `index`'s conditions hold of the user's, let go of after unlocking (its end, or its
+  /// handle's release before it was added).
+  mutating func releaseConditions(of index: Int, into garbage: inout Garbage) {
+    let slot = Int(operations[index].timeSlot)
+    guard !timeStates[slot].traits.conditions.isEmpty || !timeStates[slot].produced.isEmpty else { return }
+    garbage.releaseLater((timeStates[slot].traits.conditions, timeStates[slot].produced))
+    timeStates[slot].traits.conditions = []
+    timeStates[slot].produced = []
+  }
+}

@@ -84,7 +84,8 @@ struct ConditionTests {
   func failedCondition() async throws {
     let queue = ActorQueue(name: "failed")
     let ran = LockedValue(false)
-    let guarded = QueueOperation(name: "sync", traits: [.condition(Scripted("online", [.failed(Offline())]))]) {
+    let guarded = QueueOperation(name: "sync", traits: [.condition(Scripted("online", [.failed(Offline())]))])
+    {
       ran.withLock { $0 = true }
     }
     let dependent = QueueOperation(name: "after") {}
@@ -145,7 +146,8 @@ struct ConditionTests {
       ])
     #expect(
       queue.waitReport().first?.description
-        == "\(guarded.id) \"sync\" pending: condition \"online\" until \(clock.queueClock.deadline(in: .seconds(1)))")
+        == "\(guarded.id) \"sync\" pending: condition \"online\" until \(clock.queueClock.deadline(in: .seconds(1)))"
+    )
     gate.open()
     await clock.settle()
     #expect(condition.evaluations == 1)
@@ -183,7 +185,9 @@ struct ConditionTests {
     let queue = ActorQueue(name: "deadline", clock: clock.queueClock)
     let guarded = queue.addOperation(
       name: "sync",
-      traits: [.deadline(in: .seconds(5)), .condition(Scripted("online", [.notYet(retryAfter: .seconds(10))]))]
+      traits: [
+        .deadline(in: .seconds(5)), .condition(Scripted("online", [.notYet(retryAfter: .seconds(10))])),
+      ]
     ) {}
     await clock.settle()
     clock.advance(by: .seconds(5))
@@ -275,7 +279,14 @@ struct ConditionTests {
     let clock = ManualClock()
     let queue = ActorQueue(name: "serial", maxConcurrentOperationCount: 1, clock: clock.queueClock)
     let gate = TestGate()
-    let guarded = queue.addOperation(name: "sync", traits: [.condition("slow") { _ in await gate.wait(); return .satisfied }]) {
+    let guarded = queue.addOperation(
+      name: "sync",
+      traits: [
+        .condition("slow") { _ in
+          await gate.wait(); return .satisfied
+        }
+      ]
+    ) {
     }
     let next = queue.addOperation(name: "next") {}
     await clock.settle()
@@ -310,7 +321,9 @@ struct ConditionTests {
       name: "flaky",
       traits: [.retry(.attempts(3, backoff: .constant(.seconds(1)), jitter: .none)), .condition(condition)]
     ) { () -> Int in
-      let attempt = attempts.withLock { $0 += 1; return $0 }
+      let attempt = attempts.withLock {
+        $0 += 1; return $0
+      }
       guard attempt == 2 else { throw Offline() }
       return attempt
     }
@@ -322,7 +335,8 @@ struct ConditionTests {
 
     let failing = Scripted("never", [.failed(Offline())])
     let notRetried = queue.addOperation(
-      name: "refused", traits: [.retry(.attempts(3, backoff: .constant(.zero), jitter: .none)), .condition(failing)]
+      name: "refused",
+      traits: [.retry(.attempts(3, backoff: .constant(.zero), jitter: .none)), .condition(failing)]
     ) {}
     await notRetried.waitUntilFinished()
     #expect(await failure(of: notRetried) is ConditionFailedError)
@@ -368,5 +382,64 @@ struct ConditionTests {
     await guarded.waitUntilFinished()
     #expect(seen.withLock { $0.0 } == guarded.id)
     #expect(seen.withLock { $0.1 })
+  }
+  @Test("Not yet in a queue released while suspended: it ends .cancelled, as what waited there")
+  func notYetInUnreachableQueue() async {
+    let gate = Gate()
+    var queue: ActorQueue? = ActorQueue(name: "gone")
+    let ran = LockedValue(false)
+    let guarded = queue!.addOperation(
+      name: "sync",
+      traits: [
+        .condition("later") { _ in
+          await gate.wait(); return .notYet(retryAfter: .zero)
+        }
+      ]
+    ) { ran.withLock { $0 = true } }
+    #expect(await eventually { guarded.state == .executing })
+    queue!.isSuspended = true
+    queue = nil
+    gate.open()
+    await guarded.waitUntilFinished()
+    #expect(guarded.state == .cancelled)
+    #expect(!ran.withLock { $0 })
+  }
+
+  @Test("Nothing holds it when it starts (its released queue let go of it): .cancelled, not evaluated")
+  func orphanIsNotEvaluated() async {
+    final class Counting: OperationCondition {
+      let evaluations: LockedValue<Int>
+      init(_ evaluations: LockedValue<Int>) { self.evaluations = evaluations }
+      func evaluate(for operation: AnyQueueOperation) async -> ConditionResult {
+        evaluations.withLock { $0 += 1 }
+        return .satisfied
+      }
+    }
+    let blockerGate = Gate()
+    let ran = LockedValue(false)
+    let evaluations = LockedValue(0)
+    var queue: ActorQueue? = ActorQueue(name: "serial", maxConcurrentOperationCount: 1)
+    let blocker = queue!.addOperation(name: "blocker") { await blockerGate.wait() }
+    // Made in a function, so that no local of this one keeps the condition alive.
+    func addHeld(to queue: ActorQueue) -> (QueueOperation<Void>, WeakReference<Counting>) {
+      let condition = Counting(evaluations)
+      let operation = queue.addOperation(name: "guarded", traits: [.condition(condition)]) {
+        ran.withLock { $0 = true }
+      }
+      operation.pause()
+      return (operation, WeakReference(condition))
+    }
+    var operation: QueueOperation<Void>?
+    let condition: WeakReference<Counting>
+    (operation, condition) = addHeld(to: queue!)
+    #expect(await eventually { blocker.state == .executing })
+    queue = nil  // lets go of the held operation: only its handle keeps it
+    operation?.resume()  // ready, behind the blocker
+    operation = nil  // its last handle goes
+    blockerGate.open()
+    await blocker.waitUntilFinished()
+    #expect(await eventually { condition.isFreed })
+    #expect(evaluations.withLock { $0 } == 0)
+    #expect(!ran.withLock { $0 })
   }
 }

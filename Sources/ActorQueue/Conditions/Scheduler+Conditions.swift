@@ -22,11 +22,14 @@ extension Scheduler {
     if operations[index].retrySlot >= 0 { startAttempt(index, body, on: worker) }
     let slot = Int(operations[index].timeSlot)
     let id = operations[index].id
-    guard !timeStates[slot].traits.conditions.isEmpty, let handle = operations[index].enqueuedHandle else {
+    guard !timeStates[slot].traits.conditions.isEmpty else {
       return .run(operation: index, id: id, body: body)
     }
     timeStates[slot].deferredBy = nil
     operations[index].body = body
+    // Its queue let go of it (held by `pause()` once its queue was released): its handle is the
+    // user's, if it still exists; `nil` ends it `.cancelled`, as nobody can see it any more.
+    let handle = operations[index].enqueuedHandle ?? timeStates[slot].conditionsHandle?.object
     return .evaluate(operation: index, id: id, conditions: timeStates[slot].traits.conditions, handle: handle)
   }
 
@@ -35,7 +38,7 @@ extension Scheduler {
   /// thrown `CancellationError` (a retry may follow an execution timeout). Satisfied: the worker
   /// runs the body. Skip: it ends `.cancelled`; failed: `.failed` with a
   /// ``ConditionFailedError`` (neither is retried: the body never ran). Not yet: slot-free
-  /// re-entry after the delay.
+  /// re-entry after the delay, or `.cancelled` in a queue released while suspended.
   mutating func conditionsAnswered(
     _ index: Int, id: OperationID, worker: Worker, queue: Int, answer: ConditionAnswer?,
     now: () -> SchedulerInstant, _ effects: inout Effects
@@ -43,7 +46,8 @@ extension Scheduler {
     guard operations[index].id == id, case .executing(.worker(let runner)) = operations[index].phase,
       runner === worker
     else {
-      preconditionFailure("Internal inconsistency: a worker evaluated conditions of an operation it did not run")
+      preconditionFailure(
+        "Internal inconsistency: a worker evaluated conditions of an operation it did not run")
     }
     if operations[index].cancelRequested || operations[index].timeMarks.contains(.timedOut) {
       return operationEnded(
@@ -61,15 +65,21 @@ extension Scheduler {
     switch answer.result.kind {
     case .satisfied:
       preconditionFailure("Internal inconsistency: a satisfied condition decided")
-    case .notYet(_, let delay):
-      return deferByCondition(index, worker: worker, queue: queue, name: answer.name, delay: delay, now: now, &effects)
+    case .notYet(_, let delay) where !isUnreachable(queue: queue):
+      return deferByCondition(
+        index, worker: worker, queue: queue, name: answer.name, delay: delay, now: now, &effects)
+    case .notYet:
+      // Its queue was released while suspended: it would never get a slot again. It ends as the
+      // operations that waited there did.
+      outcome = .cancelled
     case .skip:
       outcome = .cancelled
     case .failed(let error):
       outcome = OutcomeBox(.failure(ConditionFailedError(conditionName: answer.name, underlyingError: error)))
     }
     if operations[index].retrySlot >= 0 { attempts.remove(worker) }
-    return endAttempt(index, worker: worker, queue: queue, outcome: outcome, yieldAfter: false, now: now, &effects)
+    return endAttempt(
+      index, worker: worker, queue: queue, outcome: outcome, yieldAfter: false, now: now, &effects)
   }
 
   /// A condition of `index` named `name` answered "not yet": it returns to `.pending`, holding

@@ -386,14 +386,20 @@ extension Engine {
   /// checkpoint or `ActorQueue.current` works there), then reports the answer.
   @inline(never)
   private static func evaluate(
-    _ conditions: [any OperationCondition], of operation: Int, id: OperationID, handle: AnyQueueOperation,
+    _ conditions: [any OperationCondition], of operation: Int, id: OperationID, handle: AnyQueueOperation?,
     on worker: Worker
   ) async -> WorkerAction {
-    worker.enter(operation, id: id)
-    let answer = await ConditionAnswer.evaluate(conditions, for: handle)
-    worker.leave()
+    let answer: ConditionAnswer?
+    if let handle {
+      worker.enter(operation, id: id)
+      answer = await ConditionAnswer.evaluate(conditions, for: handle)
+      worker.leave()
+    } else {
+      answer = ConditionAnswer(name: conditions.first?.name ?? "", result: .skip)
+    }
     return run {
-      $0.conditionsAnswered(operation, id: id, worker: worker, queue: worker.queue, answer: answer, now: now, &$1)
+      $0.conditionsAnswered(
+        operation, id: id, worker: worker, queue: worker.queue, answer: answer, now: now, &$1)
     }
   }
 

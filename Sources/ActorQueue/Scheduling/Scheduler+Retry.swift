@@ -353,7 +353,9 @@ extension Scheduler {
     if operations[index].timeMarks.contains(.exclusive) { releaseLocks(of: index) }
     if !queues[queue].subscribers.isEmpty {
       let next = QueueDeadline(clock: QueueClock(id: clock), nanoseconds: at)
-      emit(.detail(id: operations[index].id, name: operations[index].name, detail: detail(next)), in: queue, &effects)
+      emit(
+        .detail(id: operations[index].id, name: operations[index].name, detail: detail(next)), in: queue,
+        &effects)
     }
     if delay == 0 {
       makeReady(index, &effects)
@@ -376,7 +378,7 @@ extension Scheduler {
 
   /// Whether `queue` was released while suspended: nobody can resume it, so nothing in it gets
   /// a slot again, and a retry would wait forever (the attempt's failure ends the operation).
-  private func isUnreachable(queue: Int) -> Bool {
+  func isUnreachable(queue: Int) -> Bool {
     queues[queue].isReleased && queues[queue].machine.isSuspended
   }
 

@@ -123,7 +123,11 @@ extension Scheduler {
         timeStates[slot].traits.retry = nil
         timeStates[slot].traits.exclusive = ExclusiveRequests()
       }
-      if !timeStates[slot].produced.isEmpty, let cycle = linkProduced(index, into: queue, now: now, &effects) {
+      if !timeStates[slot].traits.conditions.isEmpty {
+        timeStates[slot].conditionsHandle = WeakHandle(object: handle)
+      }
+      if !timeStates[slot].produced.isEmpty, let cycle = linkProduced(index, into: queue, now: now, &effects)
+      {
         // Only an add that cannot throw gets here (the others check first): it ends at once.
         terminate(index, as: .failed, error: cycleError(cycle), &effects)
         return

@@ -8,7 +8,9 @@ enum WorkerAction: Sendable {
   /// Evaluate the conditions of an operation just given its slot (user code: outside the lock),
   /// then report ``Scheduler/conditionsAnswered(_:id:worker:queue:answer:now:_:)``; its body
   /// stays in its record meanwhile.
-  case evaluate(operation: Int, id: OperationID, conditions: [any OperationCondition], handle: AnyQueueOperation)
+  /// `handle` is `nil` when nothing holds the operation any more: it ends `.cancelled` unevaluated.
+  case evaluate(
+    operation: Int, id: OperationID, conditions: [any OperationCondition], handle: AnyQueueOperation?)
   /// Ask the retry policy of an operation whose attempt failed (user code: outside the lock),
   /// then report ``Scheduler/retryDecided(_:delay:worker:queue:now:_:)``.
   case decideRetry(PendingRetry)

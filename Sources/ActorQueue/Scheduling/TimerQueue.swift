@@ -257,6 +257,9 @@ struct OperationTime: Sendable {
   var produced: [Handle] = []
   /// The condition that answered "not yet", while it waits for its next evaluation.
   var deferredBy: String?
+  /// With conditions, its handle, for their evaluation when its queue no longer holds it (a
+  /// released queue lets go of an operation held by `pause()`).
+  var conditionsHandle: WeakHandle<Handle>?
 }
 
 /// What time left in an operation's record: one byte, in padding the record has anyway.

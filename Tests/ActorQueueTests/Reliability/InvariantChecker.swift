@@ -14,7 +14,9 @@ import TestSupport
 /// an event whose executing count differs from the ops the events show executing (a paused op
 /// holds no slot); a start (a slot given) of an op cancelled while paused; a start in or after the
 /// step its deadline passed in; a detail event (a timer acted) where the model's timers did not
-/// act, of another kind, or twice, and none where they did.
+/// act, of another kind, or twice, and none where they did; a retry detail, or a condition's "not
+/// yet", other than once for each the model rescheduled or deferred, or while the op holds a slot
+/// or is ready.
 final class InvariantChecker: Sendable {
   /// The queue index of the fence queue.
   static let fence = -1
@@ -25,6 +27,8 @@ final class InvariantChecker: Sendable {
     var fenceEvents = 0
     /// Retries scheduled (`OperationDetail.retryScheduled`), by op.
     var retries: [OperationID: Int] = [:]
+    /// Conditions' "not yet" (`OperationDetail.conditionNotYet`), by op.
+    var deferrals: [OperationID: Int] = [:]
 
     func executing(in queue: Int) -> Set<OperationID> {
       Set(latest.filter { $0.value == .executing && queueOf[$0.key] == queue }.keys)
@@ -58,6 +62,8 @@ final class InvariantChecker: Sendable {
             state.snapshot.queueOf[id] = queue
           } else if case .detail(let id, _, let detail) = event.kind, detail.retryAttempt != nil {
             state.snapshot.retries[id, default: 0] += 1
+          } else if case .detail(let id, _, let detail) = event.kind, detail.conditionName != nil {
+            state.snapshot.deferrals[id, default: 0] += 1
           }
           var ready: [CheckedContinuation<Void, Never>] = []
           let snapshot = state.snapshot
@@ -137,6 +143,7 @@ final class InvariantChecker: Sendable {
     var deadlinePassedAt: [OperationID: Int] = [:]
     var timedOut: [OperationID: [OperationDetail]] = [:]
     var rescheduled: [OperationID: Int] = [:]
+    var deferred: [OperationID: Int] = [:]
     var locksOf: [OperationID: [Int]] = [:]
     var mayTimeOut: Set<OperationID> = []
     for registration in registrations {
@@ -166,6 +173,8 @@ final class InvariantChecker: Sendable {
         if let id = ids[op] { timedOut[id, default: []].append(deadline ? .deadlineExpired : .timedOut) }
       case .rescheduled(let op, _):
         if let id = ids[op] { rescheduled[id, default: 0] += 1 }
+      case .deferred(let op, _):
+        if let id = ids[op] { deferred[id, default: 0] += 1 }
       case .keys(let op, let ops, _):
         if let id = ids[op] { locksOf[id] = ops }
       case .mayTimeOut(let op, _):
@@ -209,7 +218,7 @@ final class InvariantChecker: Sendable {
           problems.append("\(at): \(name(id)) \(detail) after its terminal state")
         }
         details[id, default: []].append(detail)
-        if detail.retryAttempt != nil,
+        if detail.retryAttempt != nil || detail.conditionName != nil,
           executing[queue, default: []].contains(id) || ready[queue, default: []].contains(id)
         {
           problems.append("\(at): \(name(id)) \(detail) while it holds a slot or is ready")
@@ -306,14 +315,19 @@ final class InvariantChecker: Sendable {
     }
     // Timers: a detail exactly where the model's acted, of its kind; allowed where one may have.
     // Retries: a retry detail for each attempt the model rescheduled.
-    for id in Set(details.keys).union(timedOut.keys).union(rescheduled.keys).sorted(by: {
+    for id in Set(details.keys).union(timedOut.keys).union(rescheduled.keys).union(deferred.keys).sorted(by: {
       name($0) < name($1)
     }) {
       let retries = details[id]?.filter { $0.retryAttempt != nil }.count ?? 0
       if retries != rescheduled[id, default: 0] {
         problems.append("\(name(id)): \(retries) retries scheduled, expected \(rescheduled[id, default: 0])")
       }
-      let seen = details[id]?.filter { $0.retryAttempt == nil } ?? []
+      let deferrals = details[id]?.filter { $0.conditionName != nil }.count ?? 0
+      if deferrals != deferred[id, default: 0] {
+        problems.append(
+          "\(name(id)): \(deferrals) conditions said not yet, expected \(deferred[id, default: 0])")
+      }
+      let seen = details[id]?.filter { $0.retryAttempt == nil && $0.conditionName == nil } ?? []
       if let expected = timedOut[id] {
         if seen != expected { problems.append("\(name(id)): details \(seen), expected \(expected)") }
       } else if seen.count > 1 || (!seen.isEmpty && !mayTimeOut.contains(id)) {

@@ -68,6 +68,7 @@ final class Permits: Sendable {
     var available = 0
     var takers: [CheckedContinuation<Void, Never>] = []
     var passed = 0
+    var entered = 0
     var asked: Bool?
     var onPause = 0
     var onResume = 0
@@ -125,6 +126,15 @@ final class Permits: Sendable {
 
   var passed: Int { state.withLock { $0.passed } }
 
+  /// Times the body began to run.
+  var entered: Int { state.withLock { $0.entered } }
+
+  /// The body began to run.
+  func reportEntered() {
+    state.withLock { $0.entered += 1 }
+    onReport()
+  }
+
   /// The body's `onPause` / `onResume` handler ran.
   func notePause() { state.withLock { $0.onPause += 1 } }
   func noteResume() { state.withLock { $0.onResume += 1 } }
@@ -152,6 +162,38 @@ final class Permits: Sendable {
       }
       if now { continuation.resume() }
     }
+  }
+}
+
+/// The condition of an `addConditional` op: at each evaluation it takes a permit of its own
+/// (``RealQueueExecutor`` gives it when the model moves the evaluation), then answers the next
+/// scripted code; it remembers the last, which its body checks (it runs only after satisfied).
+final class ScriptCondition: OperationCondition {
+  let name: String
+  let permits: Permits
+  private let op: Int
+  private let answers: [Int]
+  private let state = LockedValue((evaluations: 0, last: -1))
+
+  init(op: Int, answers: [Int], permits: Permits) {
+    name = ConditionCode.conditionName(op)
+    self.op = op
+    self.answers = answers
+    self.permits = permits
+  }
+
+  /// The code it answered last (-1: none yet).
+  var lastAnswer: Int { state.withLock { $0.last } }
+
+  func evaluate(for operation: AnyQueueOperation) async -> ConditionResult {
+    await permits.take()
+    let code = state.withLock { state in
+      let code = state.evaluations < answers.count ? answers[state.evaluations] : 0
+      state.evaluations += 1
+      state.last = code
+      return code
+    }
+    return ConditionCode.result(code, op: op)
   }
 }
 
@@ -232,6 +274,8 @@ private final class RealRun {
   var weakOps: [Int: Weak<AnyQueueOperation>] = [:]
   var ids: [Int: OperationID] = [:]
   var gates: [Int: Permits] = [:]
+  /// The conditions of `addConditional` ops.
+  var conditions: [Int: ScriptCondition] = [:]
   var tokens: [Int: Weak<Token>] = [:]
   var fenceCount = 0
   let completions = CompletionLog()
@@ -418,7 +462,9 @@ private final class RealRun {
     return nil
   }
 
-  private func body(_ op: Int, _ spec: BodySpec, failures: Int = 0) -> @Sendable () async throws -> Int {
+  private func body(
+    _ op: Int, _ spec: BodySpec, failures: Int = 0, condition: ScriptCondition? = nil
+  ) -> @Sendable () async throws -> Int {
     let permits = Permits { [checker] in checker.poke() }
     gates[op] = permits
     let token = Token()
@@ -428,6 +474,12 @@ private final class RealRun {
     let seen = LockedValue<String??>(nil)
     return {
       _ = (token, capture)
+      if let condition, condition.lastAnswer != 0 {
+        misplaced.withLock {
+          $0.append("op\(op): its body ran, though its condition answered \(condition.lastAnswer)")
+        }
+      }
+      permits.reportEntered()
       if let problem = bodyRunsWhereItsQueueSays(seen) {
         misplaced.withLock { $0.append("op\(op): \(problem)") }
       }
@@ -550,10 +602,11 @@ private final class RealRun {
   /// Adds op `op` with `traits` in both ways traits reach an operation: with
   /// `addOperation(traits:)` (even ops), or on a prepared operation added afterwards (odd ops).
   private func add(
-    _ op: Int, to queue: Int, priority: Int, traits: [OperationTrait], _ spec: BodySpec, failures: Int = 0
+    _ op: Int, to queue: Int, priority: Int, traits: [OperationTrait], _ spec: BodySpec, failures: Int = 0,
+    condition: ScriptCondition? = nil
   ) -> String? {
     let priority = OperationPriority.allCases[priority]
-    let work = body(op, spec, failures: failures)
+    let work = body(op, spec, failures: failures, condition: condition)
     let operation: QueueOperation<Int>
     if op.isMultiple(of: 2) {
       operation = boxes[queue]!.queue.addOperation(name: "op\(op)", priority: priority, traits: traits, work)
@@ -698,6 +751,14 @@ private final class RealRun {
       return add(op, to: queue, priority: priority, traits: [.cost(cost)], spec)
     case .penalize(let limiter, let seconds):
       limiters[limiter].penalize(for: .seconds(seconds))
+    case .addConditional(let op, let queue, let priority, let answers, let keys, let deadline, let spec):
+      let condition = ScriptCondition(
+        op: op, answers: answers, permits: Permits { [checker] in checker.poke() })
+      conditions[op] = condition
+      return add(
+        op, to: queue, priority: priority,
+        traits: ConditionCode.traits(keys: keys, deadline: deadline, condition),
+        spec, condition: condition)
     }
     return nil
   }
@@ -768,6 +829,11 @@ private final class RealRun {
       guard let id = ids[move.op], let permits = gates[move.op] else {
         return "op\(move.op) has no permits (test bug)"
       }
+      if move.evaluation {
+        if let problem = await evaluate(move, id: id, permits: permits) { return problem }
+        reliabilityHeartbeat.add(1, ordering: .relaxed)
+        continue
+      }
       // Each wait also ends on what the model did not expect (the body passed, paused or ended
       // instead), so a disagreement is a failure that says so, not a hang.
       let before = permits.passed
@@ -807,6 +873,8 @@ private final class RealRun {
         if !retried || latest?.isTerminal == true || permits.passed != before {
           return "op\(move.op) \(seen); expected its attempt to fail and be retried"
         }
+      case .evaluated, .deferred:
+        return "op\(move.op): a body's move cannot be \(move.result) (test bug)"
       }
       reliabilityHeartbeat.add(1, ordering: .relaxed)
     }
@@ -824,6 +892,42 @@ private final class RealRun {
       if real == .executing, model.mustNotExecute(op) {
         return "op\(op) executes though its deadline passed before it started"
       }
+    }
+    return nil
+  }
+
+  /// Lets the condition of `move.op` answer (one permit of its own), and waits until its body
+  /// entered, the op ended, or its condition's "not yet" was told, as the model says.
+  private func evaluate(_ move: BodyMove, id: OperationID, permits: Permits) async -> String? {
+    guard let condition = conditions[move.op] else { return "op\(move.op) has no condition (test bug)" }
+    let entered = permits.entered
+    let deferrals = checker.snapshot.deferrals[id, default: 0]
+    condition.permits.give()
+    await checker.wait { snapshot in
+      snapshot.latest[id]?.isTerminal == true || permits.entered > entered
+        || snapshot.deferrals[id, default: 0] > deferrals
+    }
+    let snapshot = checker.snapshot
+    let latest = snapshot.latest[id]
+    let deferred = snapshot.deferrals[id, default: 0] > deferrals
+    let seen =
+      permits.entered > entered
+      ? "ran its body" : deferred ? "was told not yet" : "ended \(latest.map { "\($0)" } ?? "?")"
+    switch move.result {
+    case .evaluated:
+      if permits.entered != entered + 1 || deferred || latest?.isTerminal == true {
+        return "op\(move.op) \(seen); expected its condition satisfied and its body to run"
+      }
+    case .ended(let outcome):
+      if latest.map(modelState) != outcome || permits.entered != entered || deferred {
+        return "op\(move.op) \(seen); expected it to end \(outcome) when its condition answered"
+      }
+    case .deferred:
+      if !deferred || permits.entered != entered || latest?.isTerminal == true {
+        return "op\(move.op) \(seen); expected its condition to say not yet"
+      }
+    default:
+      return "op\(move.op): an evaluation cannot \(move.result) (test bug)"
     }
     return nil
   }

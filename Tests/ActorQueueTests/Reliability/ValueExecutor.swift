@@ -44,6 +44,9 @@ struct ValueExecutor: ScriptExecutor {
   /// Starts that took permits, and heads that waited for them.
   static let grants = Atomic<Int>(0)
   static let throttled = Atomic<Int>(0)
+  /// Conditions answered, and of those, "not yet"s.
+  static let evaluations = Atomic<Int>(0)
+  static let deferrals = Atomic<Int>(0)
 
   func run(_ script: Script) async -> ScriptFailure? {
     var run = ValueRun(script: script, waitsOutLingers: waitsOutLingers)
@@ -122,6 +125,7 @@ private struct ValueRun {
       }
       if case .mayTimeOut = entry { ValueExecutor.mayTimeOut.add(1, ordering: .relaxed) }
       if case .rescheduled = entry { ValueExecutor.rescheduled.add(1, ordering: .relaxed) }
+      if case .deferred = entry { ValueExecutor.deferrals.add(1, ordering: .relaxed) }
     }
     ValueExecutor.parked.add(model.parks, ordering: .relaxed)
     ValueExecutor.grants.add(model.grants, ordering: .relaxed)
@@ -266,7 +270,11 @@ private struct ValueRun {
           expected.append(.permits(until: instant(head.until)))
         }
         if suspended { expected.append(.suspended) }
-        if let at = modelOp.backoffAt { expected.append(.retry(at: instant(at))) }
+        if let at = modelOp.backoffAt {
+          expected.append(
+            modelOp.deferred
+              ? .condition(ConditionCode.conditionName(op), until: instant(at)) : .retry(at: instant(at)))
+        }
         if let at = modelOp.deadlineAt { expected.append(.deadline(instant(at))) }
         let reportedDependencies = Set(
           report.waitingFor.filter { $0.kind == .dependency }.compactMap(\.operation))
@@ -449,7 +457,8 @@ private struct ValueRun {
     switch step {
     case .add(_, let queue, _, let body), .barrier(_, let queue, let body),
       .addCoalesced(_, _, let queue, _, _, let body), .addTimed(_, let queue, _, _, _, let body),
-      .addRetrying(_, let queue, _, _, let body), .addExclusive(_, let queue, _, _, _, let body):
+      .addRetrying(_, let queue, _, _, let body), .addExclusive(_, let queue, _, _, _, let body),
+      .addConditional(_, let queue, _, _, _, _, let body):
       return [queue] + body.captures
     case .addAfter(_, let queue, _, let inputs, let body):
       return [queue] + body.captures + inputs.flatMap(queueOf)
@@ -655,6 +664,16 @@ private struct ValueRun {
       } else {
         harness.addPrepared(Self.name(op), priority: priority, traits: retry.traits, to: queues[queue])
       }
+    case .addConditional(let op, let queue, let priority, _, let keys, let deadline, _):
+      // Never evaluated here: the executor answers for it, as the model says (see `quiesce`).
+      let condition = ClosureCondition(name: ConditionCode.conditionName(op)) { _ in .satisfied }
+      let traits = ConditionCode.traits(keys: keys, deadline: deadline, condition)
+      let priority = OperationPriority.allCases[priority]
+      if op.isMultiple(of: 2) {
+        harness.add(Self.name(op), priority: priority, traits: traits, to: queues[queue])
+      } else {
+        harness.addPrepared(Self.name(op), priority: priority, traits: traits, to: queues[queue])
+      }
     }
     return nil
   }
@@ -675,6 +694,13 @@ private struct ValueRun {
       guard let move = model.nextMove() else { break }
       let name = Self.name(move.op)
       guard harness.running.contains(name) else { return "op\(move.op) should move now but is not running" }
+      if move.evaluation {
+        if let problem = answer(move, name) { return problem }
+        continue
+      }
+      guard !harness.evaluating.contains(name) else {
+        return "op\(move.op)'s body should move now, but its conditions are being evaluated"
+      }
       var outcome: Outcome?
       if move.reachesCheckpoint {
         if harness.pauseFlag(name) != move.askedToPause, model.ops[move.op]?.cancelRequested == false,
@@ -726,7 +752,45 @@ private struct ValueRun {
       if real == .executing, harness.pauseFlag(Self.name(op)) != model.pauseRequested(op) {
         return "op\(op)'s pause flag is \(!model.pauseRequested(op)), expected \(model.pauseRequested(op))"
       }
+      // A condition's body runs only after it answered satisfied: evaluating exactly when the model is.
+      if let modelOp = model.ops[op], modelOp.answers != nil, modelOp.state == .executing, modelOp.holdsSlot,
+        harness.evaluating.contains(Self.name(op)) != modelOp.evaluating
+      {
+        return "op\(op) is\(modelOp.evaluating ? " not" : "") evaluating its conditions, expected otherwise"
+      }
     }
+    return nil
+  }
+
+  /// The model's evaluation `move` of op `name`: its worker must be evaluating; it answers the
+  /// model's code, and the op must then run its body, end or wait as the model says.
+  private mutating func answer(_ move: BodyMove, _ name: String) -> String? {
+    guard harness.evaluating.contains(name) else {
+      return "op\(move.op)'s conditions should be evaluated now, but its body runs"
+    }
+    ValueExecutor.evaluations.add(1, ordering: .relaxed)
+    let answer =
+      move.answer == 0
+      ? nil
+      : ConditionAnswer(
+        name: ConditionCode.conditionName(move.op), result: ConditionCode.result(move.answer, op: move.op))
+    harness.answer(name, answer)
+    wakeLingerer()
+    let state = harness.state(name)
+    switch move.result {
+    case .evaluated:
+      guard state == .executing, harness.running.contains(name), !harness.evaluating.contains(name) else {
+        return "op\(move.op) is \(state) after its conditions were satisfied, expected its body to run"
+      }
+    case .ended(let expected):
+      if modelState(state) != expected { return "op\(move.op) ended \(state), expected \(expected)" }
+    case .deferred:
+      // Pending again (or, ready at once, claimed again): compared exactly below.
+      if state.isTerminal { return "op\(move.op) ended \(state) after its condition said not yet" }
+    default:
+      return "op\(move.op): an evaluation cannot \(move.result)"
+    }
+    releaseGoneHandles()
     return nil
   }
 
@@ -831,6 +895,8 @@ struct ValueRandomScriptTests {
         + "\(ValueExecutor.reserved.load(ordering: .relaxed)) waiters reserved theirs; "
         + "\(ValueExecutor.grants.load(ordering: .relaxed)) starts took permits, "
         + "\(ValueExecutor.throttled.load(ordering: .relaxed)) times a head waited for them; "
+        + "\(ValueExecutor.evaluations.load(ordering: .relaxed)) conditions answered, "
+        + "\(ValueExecutor.deferrals.load(ordering: .relaxed)) said not yet; "
         + "\(FreeRecordCheck.checkedRecords.load(ordering: .relaxed)) free records were as reuse assumes; "
         + "\(PhaseCheck.checkedRecords.load(ordering: .relaxed)) live records' phases agreed with their queues"
     )

@@ -42,9 +42,15 @@ enum PhaseCheck {
           if record.unfinishedDependencies > 0 || record.pauseHeld { problem("parked while not ready") }
           if scheduler.exclusiveState(of: index)?.holds == true { problem("parked holding its keys") }
         }
-        // Waiting out a retry's backoff: no slot, no worker, its body kept for the next attempt.
-        if record.timeMarks.contains(.inBackoff), record.body == nil || record.retrySlot < 0 {
-          problem("in a backoff without its body or retry state")
+        // Waiting out a retry's backoff or a condition's "not yet": no slot, no worker, its body
+        // kept for the next attempt.
+        if record.timeMarks.contains(.inBackoff),
+          record.body == nil || (record.retrySlot < 0 && scheduler.time(of: index)?.deferredBy == nil)
+        {
+          problem("in a backoff without its body, or its retry state or deferring condition")
+        }
+        if scheduler.time(of: index)?.deferredBy != nil, !scheduler.hasConditions(index) {
+          problem("deferred by a condition it does not have")
         }
       case .ready, .executing, .detached, .paused, .resumed:
         if queue < 0 { problem("in no queue") }

@@ -150,6 +150,12 @@ struct SchedulerHarness {
       }
     }
     let time = TimeTraits(traits)
+    guard time.conditions.isEmpty else {
+      // Conditions: created, given its traits (and produced dependencies), then submitted.
+      let index = handle.recordIndex
+      event { scheduler, _, _ in scheduler.setTraits(traits, of: index) }
+      return event { scheduler, now, effects in scheduler.submit(handle, to: queue, now: now, &effects) }
+    }
     event { scheduler, now, effects in scheduler.submitTimed(handle, time, to: queue, now: now, &effects) }
   }
 
@@ -319,12 +325,44 @@ struct SchedulerHarness {
 
   // MARK: Workers
 
-  /// The operations whose bodies run now, by name, in the order their workers started.
+  /// The operations whose bodies run now (or whose conditions are evaluated), by name, in the
+  /// order their workers started.
   var running: [String] {
     workers.compactMap { worker in
-      guard case .run(let index, _, _) = worker.action else { return nil }
+      switch worker.action {
+      case .run(let index, _, _), .evaluate(let index, _, _, _): scheduler.operations[index].name
+      default: nil
+      }
+    }
+  }
+
+  /// The operations whose conditions are evaluated now, by name.
+  var evaluating: [String] {
+    workers.compactMap { worker in
+      guard case .evaluate(let index, _, _, _) = worker.action else { return nil }
       return scheduler.operations[index].name
     }
+  }
+
+  /// The conditions of `name`, being evaluated, answered `answer` (`nil`: all satisfied): its
+  /// worker reports it and takes its next step (runs the body, or claims the next).
+  mutating func answer(_ name: String, _ answer: ConditionAnswer?) {
+    let target = index(name)
+    guard
+      let position = workers.firstIndex(where: {
+        if case .evaluate(let index, _, _, _) = $0.action { return index == target }
+        return false
+      }), case .evaluate(_, let id, _, _) = workers[position].action
+    else {
+      Issue.record("\(name) is not being evaluated (running: \(running))")
+      return
+    }
+    let worker = workers[position]
+    let next = event { scheduler, now, effects in
+      scheduler.conditionsAnswered(
+        target, id: id, worker: worker.worker, queue: worker.queue, answer: answer, now: now, &effects)
+    }
+    setAction(next, of: worker.worker)
   }
 
   /// Whether some worker lingers.
@@ -389,7 +427,7 @@ struct SchedulerHarness {
   /// Runs every ready body to its end, one event at a time, and returns the order they ran in.
   mutating func runToCompletion() -> [String] {
     var ran: [String] = []
-    while let name = running.first {
+    while let name = running.first(where: { !evaluating.contains($0) }) {
       ran.append(name)
       end(name)
     }

@@ -45,6 +45,8 @@ enum Registration: Sendable, Equatable {
   /// It takes these keys (`ModelLock.id`s): no two ops sharing one may execute (or be paused in
   /// their bodies) at once.
   case keys(op: Int, locks: [Int], step: Int)
+  /// Its condition answered "not yet": one condition detail event.
+  case deferred(op: Int, step: Int)
 }
 
 /// A key in a domain, ordered as the scheduler orders its locks: the script's shared domain
@@ -75,9 +77,18 @@ struct BodyMove: Sendable, Equatable {
     /// Its attempt threw and its retry policy runs it again: `.pending` (a retry detail first),
     /// holding no slot, ready again now or when its backoff's timer fires.
     case rescheduled
+    /// Its condition was satisfied: its body runs (and reports that it entered).
+    case evaluated
+    /// Its condition answered "not yet": `.pending` (a condition detail first), holding no slot,
+    /// ready again now or when its timer fires.
+    case deferred
   }
 
   var op: Int
+  /// A condition's evaluation, given one permit of the condition's own (`permits` is 0), which
+  /// answers `answer` (a ``ConditionCode``).
+  var evaluation = false
+  var answer = 0
   var permits: Int
   /// The body calls a checkpoint in this move (else it goes to its end, or rethrows what its
   /// checkpoint threw earlier).
@@ -140,6 +151,16 @@ struct BodyMove: Sendable, Equatable {
 ///   (counted only while its queue has room) reserves its locks, all of them or none (when
 ///   another reserves one), until it starts, ends, is held, gets a dependency or its queue is
 ///   suspended.
+/// - Conditions (an `addConditional` op): each start (from waiting) begins an evaluation, which
+///   holds the slot (and keys) and moves once the script opened it (`open` gives the evaluation
+///   its permit before the body's). It then answers the next scripted code, unless the op was
+///   cancelled (it ends `.cancelled`) or timed out (`.failed`) meanwhile: satisfied, the body
+///   runs; skip ends it `.cancelled`; failed ends it `.failed`; not yet returns it to waiting
+///   holding no slot and no key, with its submission order and its body's permits kept, ready at
+///   once for 0 s or when its timer fires, and not counted as started for its deadline. An op
+///   whose handle is gone when it starts (its released queue let go of it) ends `.cancelled`
+///   without its condition being asked; an evaluating op's worker holds its handle. Not yet in a
+///   queue released while suspended ends it `.cancelled`.
 /// - Coalescing: the shared work is a model op of its own (no handle in the script); each caller
 ///   is a follower that mirrors its state and ends with its outcome. Cancelling a follower ends it
 ///   at once; the work is cancelled once every follower is; its priority is the highest of its
@@ -234,6 +255,19 @@ struct ReferenceModel: Sendable {
     // Rate limits
     /// The permits one start takes from each limiter of its queue.
     var cost = 1
+
+    // Conditions
+    /// Its condition's answers, in order (an `addConditional` op).
+    var answers: [Int]?
+    /// Evaluations answered so far.
+    var evaluations = 0
+    /// Its condition is being evaluated (it holds its slot), and whether the script opened it.
+    var evaluating = false
+    var evaluationOpen = false
+    /// It waits for its condition's timer (`backoffAt`), not a retry's.
+    var deferred = false
+    /// It started with its handle gone: it ends `.cancelled` without its condition being asked.
+    var orphanEvaluation = false
 
     // Coalescing
     /// A caller's handle: the shared work it follows.
@@ -516,16 +550,22 @@ struct ReferenceModel: Sendable {
       if let leader = ops[op]!.leader, !ops[op]!.state.isTerminal { raiseLeaderPriority(leader) }
       return .done
     case .open(let op):
-      guard let model = ops[op], model.leader == nil, !model.body.auto, !model.state.isTerminal,
-        model.opens < model.body.checkpoints + 1
-      else { return .skip }
+      guard let model = ops[op], model.leader == nil, !model.body.auto, !model.state.isTerminal else {
+        return .skip
+      }
+      if model.evaluating && !model.evaluationOpen {
+        ops[op]!.evaluationOpen = true
+        return .done
+      }
+      guard model.opens < model.body.checkpoints + 1 else { return .skip }
       ops[op]!.opens += 1
       return .done
     case .openFully(let op):
       guard let model = ops[op], model.leader == nil, !model.body.auto, !model.state.isTerminal,
-        model.opens < model.body.checkpoints + 1
+        model.opens < model.body.checkpoints + 1 || (model.evaluating && !model.evaluationOpen)
       else { return .skip }
       ops[op]!.opens = model.body.checkpoints + 1
+      if model.evaluating { ops[op]!.evaluationOpen = true }
       return .done
     case .dropHandle(let op):
       guard handleHeld(op) else { return .skip }
@@ -644,6 +684,20 @@ struct ReferenceModel: Sendable {
       ops[op]!.retry = retry
       enqueue(op)
       if let deadline = retry.deadline { armDeadline(of: op, at: now + deadline) }
+      return .done
+    case .addConditional(let op, let queue, let priority, let answers, let keys, let deadline, let body):
+      guard isLive(queue: queue), ops[op] == nil, validCaptures(body),
+        answers.allSatisfy({ (0...5).contains($0) })
+      else { return .skip }
+      create(op, queue: queue, priority: priority, body: body)
+      ops[op]!.answers = answers
+      ops[op]!.locks = Set(keys.map { ModelLock(domain: queue, key: $0) }).sorted()
+      if !ops[op]!.locks.isEmpty {
+        queues[queue].hasKeys = true
+        journal.append(.keys(op: op, locks: ops[op]!.locks.map(\.id), step: self.step))
+      }
+      enqueue(op)
+      if let deadline { armDeadline(of: op, at: now + deadline) }
       return .done
     case .addCoalesced(let op, let work, let queue, let priority, let key, let body):
       guard isLive(queue: queue), ops[op] == nil else { return .skip }
@@ -919,7 +973,10 @@ struct ReferenceModel: Sendable {
       }
       if timeOut(timer.op, deadline: timer.deadline) { acted.insert(timer.op) }
     }
-    for op in backoffs where ops[op]!.state == .waiting { ops[op]!.backoffAt = nil }
+    for op in backoffs where ops[op]!.state == .waiting {
+      ops[op]!.backoffAt = nil
+      ops[op]!.deferred = false
+    }
     // Waiting ops a dependency's timer ended before their own deadline fired.
     for op in Set(due.filter { $0.deadline && !acted.contains($0.op) }.map(\.op)).sorted()
     where ops[op]!.state.isTerminal && waiting.contains(op) {
@@ -1079,7 +1136,8 @@ struct ReferenceModel: Sendable {
     var kept = Set<Int>()
     for (op, model) in ops {
       let isShared = !model.followers.isEmpty
-      if model.handleHeld
+      // A condition being evaluated: its worker holds its handle.
+      if model.handleHeld || model.evaluating
         || (model.enqueued && model.leader == nil && !model.state.isTerminal && (!model.letGo || isShared))
       {
         kept.insert(op)
@@ -1168,6 +1226,13 @@ struct ReferenceModel: Sendable {
       ops[index]!.state = .executing
       if ops[index]!.startedAt == nil { ops[index]!.startedAt = now }
       ops[index]!.attempt += 1
+      if ops[index]!.answers != nil {
+        // Nothing holds it any more (its queue let go of it): it ends `.cancelled`, unevaluated.
+        let orphan = ops[index]!.handleGone
+        ops[index]!.evaluating = true
+        ops[index]!.evaluationOpen = ops[index]!.body.auto || orphan
+        ops[index]!.orphanEvaluation = orphan
+      }
       if let timeout = ops[index]!.timeout {
         ops[index]!.timeoutAt = now + timeout
       }
@@ -1451,6 +1516,7 @@ struct ReferenceModel: Sendable {
 
   private func canMove(_ op: Op) -> Bool {
     guard op.state == .executing else { return false }
+    if op.evaluating { return op.holdsSlot && op.evaluationOpen }
     return op.threw || (op.holdsSlot && op.opens > op.stage)
   }
 
@@ -1476,7 +1542,9 @@ struct ReferenceModel: Sendable {
     movable[op] = nil
     let model = ops[op]!
     let move: BodyMove
-    if model.threw {
+    if model.evaluating {
+      move = evaluate(op)
+    } else if model.threw {
       // It rethrows what its checkpoint threw: a timeout fails it.
       let outcome: ModelState = model.timedOut ? .failed : .cancelled
       move = BodyMove(op: op, permits: 1, reachesCheckpoint: false, result: .ended(outcome))
@@ -1519,6 +1587,63 @@ struct ReferenceModel: Sendable {
     return asked
   }
 
+  /// `op`'s condition answers (its evaluation was opened): see the type's comment.
+  private mutating func evaluate(_ op: Int) -> BodyMove {
+    let model = ops[op]!
+    ops[op]!.evaluating = false
+    ops[op]!.evaluationOpen = false
+    let answers = model.answers ?? []
+    let answer: Int
+    if model.orphanEvaluation {
+      answer = 1  // skip, as the worker answers for it
+    } else {
+      answer = model.evaluations < answers.count ? answers[model.evaluations] : 0
+      ops[op]!.evaluations += 1
+    }
+    var move = BodyMove(
+      op: op, evaluation: true, answer: answer, permits: 0, reachesCheckpoint: false, result: .evaluated)
+    if model.timedOut {
+      move.result = .ended(.failed)
+      end(op, as: .failed)
+    } else if model.cancelRequested {
+      move.result = .ended(.cancelled)
+      end(op, as: .cancelled)
+    } else {
+      switch answer {
+      case 0: break
+      case 1:
+        move.result = .ended(.cancelled)
+        end(op, as: .cancelled)
+      case 2:
+        move.result = .ended(.failed)
+        end(op, as: .failed)
+      default:
+        if queues[model.queue].releasedSuspended {
+          // Nothing there gets a slot again: it ends as the ops waiting there did.
+          move.result = .ended(.cancelled)
+          end(op, as: .cancelled)
+        } else {
+          move.result = .deferred
+          deferByCondition(op, seconds: answer - 3)
+        }
+      }
+    }
+    return move
+  }
+
+  /// `op`'s condition answered "not yet": slot-free re-entry, as a retry's, keeping its body's
+  /// permits (it did not run).
+  private mutating func deferByCondition(_ op: Int, seconds: Int) {
+    journal.append(.deferred(op: op, step: step))
+    releaseLocks(of: op)
+    ops[op]!.state = .waiting
+    ops[op]!.holdsSlot = false
+    ops[op]!.excessPaused = false
+    ops[op]!.startedAt = nil
+    ops[op]!.backoffAt = seconds > 0 ? now + seconds : nil
+    ops[op]!.deferred = seconds > 0
+  }
+
   /// `op`'s attempt ended so: the op ends, or (a failure its retry policy retries) is rescheduled.
   private mutating func endAttempt(_ op: Int, _ outcome: ModelState) -> BodyMove.Result {
     let model = ops[op]!
@@ -1546,6 +1671,7 @@ struct ReferenceModel: Sendable {
     ops[op]!.timerActed = nil
     ops[op]!.timeoutAt = nil
     ops[op]!.backoffAt = backoff > 0 ? now + backoff : nil
+    ops[op]!.deferred = false
   }
 
   // MARK: End of a script
@@ -1559,7 +1685,9 @@ struct ReferenceModel: Sendable {
       steps.append(.setSuspended(queue: queue, suspended: false))
     }
     for op in sortedOpIndices where !ops[op]!.state.isTerminal && ops[op]!.leader == nil {
-      if ops[op]!.opens < ops[op]!.body.checkpoints + 1 { steps.append(.openFully(op: op)) }
+      if ops[op]!.opens < ops[op]!.body.checkpoints + 1 || (ops[op]!.evaluating && !ops[op]!.evaluationOpen) {
+        steps.append(.openFully(op: op))
+      }
     }
     // Backoffs end when the clock gets there: to the earliest, after the permits.
     let backoff = ops.values.filter { !$0.state.isTerminal }.compactMap(\.backoffAt).min()

@@ -132,6 +132,11 @@ enum Step: Codable, Sendable, Hashable, CustomStringConvertible {
   case addCosted(op: Int, queue: Int, priority: Int, cost: Int, body: BodySpec)
   /// `limiter.penalize(for: .seconds(seconds))`
   case penalize(limiter: Int, seconds: Int)
+  /// `queue.addOperation(priority:, traits: [.exclusive(keys...)] + [.deadline(in:)] + [.condition(c)]) { body }`:
+  /// its condition waits for a permit of its own at each evaluation (given when the model moves
+  /// it), then answers the next of `answers` (``ConditionCode``; satisfied once they run out).
+  case addConditional(
+    op: Int, queue: Int, priority: Int, answers: [Int], keys: [Int], deadline: Int?, body: BodySpec)
 
   var description: String {
     switch self {
@@ -140,6 +145,12 @@ enum Step: Codable, Sendable, Hashable, CustomStringConvertible {
     case .addCosted(let op, let queue, let priority, let cost, let body):
       "op\(op) = q\(queue).addOperation(priority: \(priority.priorityName), traits: [.cost(\(cost))]) { \(body) }"
     case .penalize(let limiter, let seconds): "l\(limiter).penalize(for: \(seconds) s)"
+    case .addConditional(let op, let queue, let priority, let answers, let keys, let deadline, let body):
+      "op\(op) = q\(queue).addOperation(priority: \(priority.priorityName), traits: ["
+        + ((keys.isEmpty ? [] : [".exclusive(" + keys.map { "k\($0)" }.joined(separator: ", ") + ")"])
+        + (deadline.map { [".deadline(in: \($0) s)"] } ?? [])
+        + [".condition(answers: " + answers.map { ConditionCode.name($0) }.joined(separator: ", ") + ")"])
+        .joined(separator: ", ") + "]) { \(body) }"
     case .addExclusive(let op, let queue, let priority, let keys, let shared, let body):
       "op\(op) = q\(queue).addOperation(priority: \(priority.priorityName), traits: [.exclusive("
         + keys.map { "k\($0)" }.joined(separator: ", ") + (shared ? ", in: shared" : "") + ")]) { \(body) }"
@@ -254,6 +265,38 @@ struct RetrySpec: Codable, Sendable, Hashable, CustomStringConvertible {
     ([".retry(\(attempts) attempts, \(backoff) s apart)"]
       + [deadline.map { ".deadline(in: \($0) s)" }, timeout.map { ".timeout(\($0) s)" }].compactMap { $0 })
       .joined(separator: ", ")
+  }
+}
+
+/// The answers of an `addConditional` step's condition, by code: 0 satisfied, 1 skip, 2 failed,
+/// 3 + n not yet, again after n seconds (0 to 2).
+enum ConditionCode {
+  static func name(_ code: Int) -> String {
+    switch code {
+    case 0: "satisfied"
+    case 1: "skip"
+    case 2: "failed"
+    default: "notYet(\(code - 3) s)"
+    }
+  }
+
+  static func result(_ code: Int, op: Int) -> ConditionResult {
+    switch code {
+    case 0: .satisfied
+    case 1: .skip
+    case 2: .failed(ScriptError(op: op))
+    default: .notYet(retryAfter: .seconds(code - 3))
+    }
+  }
+
+  /// The condition's name for op `op`.
+  static func conditionName(_ op: Int) -> String { "c\(op)" }
+
+  /// The traits of an `addConditional` step, given its condition.
+  static func traits(keys: [Int], deadline: Int?, _ condition: some OperationCondition) -> [OperationTrait] {
+    (keys.isEmpty ? [] : [.exclusive(keys.map { scriptKeys[$0] })])
+      + timeTraits(deadline: deadline, timeout: nil)
+      + [.condition(condition)]
   }
 }
 

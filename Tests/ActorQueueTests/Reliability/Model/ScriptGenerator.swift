@@ -1,7 +1,7 @@
 /// Generates random scripts from a seed: every public action, weighted so that the interesting
 /// interleavings (cancellation cascades, barriers, limit and suspension changes, pauses at
 /// checkpoints, excess pausing, coalesced work joined and cancelled, deadlines and timeouts passing
-/// as the clock advances) come up often.
+/// as the clock advances, conditions answering in turn) come up often.
 struct ScriptGenerator: Sendable {
   var minSteps = 12
   var maxSteps = 40
@@ -48,7 +48,7 @@ struct ScriptGenerator: Sendable {
     }
 
     while steps.count < count {
-      var roll = random.below(190)
+      var roll = random.below(200)
       if keyHeavy, roll < 18 { roll = 158 }
       if rateHeavy, roll < 18 { roll = 178 }
       switch roll {
@@ -217,6 +217,20 @@ struct ScriptGenerator: Sendable {
         nextOp += 1
       case 187..<189:
         steps.append(.penalize(limiter: random.below(2), seconds: 1 + random.below(3)))
+      case 190..<200:
+        // A condition answering up to three times (then satisfied), not yet mostly 0 or 1 s
+        // later; sometimes with a key of its queue's own or a deadline; often opened at once.
+        let queue = liveQueue(&random)
+        let answers = (0..<random.below(4)).map { _ in random.pick([0, 1, 2, 3, 3, 4, 4, 5]) }
+        steps.append(
+          .addConditional(
+            op: nextOp, queue: queue, priority: random.below(5), answers: answers,
+            keys: random.chance(30) ? [random.below(3)] : [],
+            deadline: random.chance(25) ? 1 + random.below(4) : nil,
+            body: body(&random, queues: queueCount)))
+        ops.append((nextOp, queue, false))
+        if random.chance(50) { steps.append(.open(op: nextOp)) }
+        nextOp += 1
       default:
         steps.append(.advance(seconds: 1 + random.below(2)))
       }

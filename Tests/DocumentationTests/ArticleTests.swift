@@ -421,6 +421,103 @@ struct ArticleTests {
     try expectOutput(transcript, "docc-rate-limit-manual")
   }
 
+  @Test("Readiness conditions")
+  func readinessConditions() async throws {
+    let transcript = Transcript()
+    @Sendable func print(_ items: Any...) { transcript.print(items) }
+
+    // snippet: docc-condition
+    actor Session {
+      private(set) var token: String?
+      func signIn() { token = "t0ken" }
+    }
+    struct SignedIn: OperationCondition {
+      let session: Session
+      func evaluate(for operation: AnyQueueOperation) async -> ConditionResult {
+        await session.token != nil ? .satisfied : .skip
+      }
+    }
+
+    let session = Session()
+    let queue = ActorQueue(name: "sync")
+    let early = queue.addOperation(name: "early sync", traits: [.condition(SignedIn(session: session))]) {
+      "synced"
+    }
+    _ = await early.result
+    print(early.name!, early.state)  // skipped: cancelled, and its body never ran
+
+    await session.signIn()
+    let later = queue.addOperation(name: "later sync", traits: [.condition(SignedIn(session: session))]) {
+      "synced"
+    }
+    print(later.name!, try await later.value)
+    // end snippet
+
+    try expectOutput(transcript, "docc-condition")
+  }
+
+  @Test("Readiness conditions: not yet, on a manual clock")
+  func readinessConditionNotYet() async throws {
+    let transcript = Transcript()
+    @Sendable func print(_ items: Any...) { transcript.print(items) }
+
+    // snippet: docc-condition-not-yet
+    actor Network {
+      private(set) var isUp = false
+      func comeUp() { isUp = true }
+    }
+    let network = Network()
+    let clock = ManualClock()
+    let backups = ActorQueue(name: "backups", clock: clock.queueClock)
+    let backup = backups.addOperation(
+      name: "backup",
+      traits: [
+        .condition("network") { _ in await network.isUp ? .satisfied : .notYet(retryAfter: .seconds(5)) }
+      ]
+    ) { "backed up" }
+
+    await clock.settle()  // asked once: not yet
+    for report in backups.waitReport() { print(report) }
+    await network.comeUp()
+    clock.advance(by: .seconds(5))  // asked again: satisfied
+    print(try await backup.value)
+    // end snippet
+
+    try expectOutput(transcript, "docc-condition-not-yet")
+  }
+
+  @Test("Readiness conditions: a produced dependency")
+  func readinessConditionDependency() async throws {
+    let transcript = Transcript()
+    @Sendable func print(_ items: Any...) { transcript.print(items) }
+
+    // snippet: docc-condition-dependency
+    struct BadPassword: Error {}
+    struct LoggedIn: OperationCondition {
+      let login: QueueOperation<String>
+      func dependency(for operation: AnyQueueOperation) -> AnyQueueOperation? { login }
+      func evaluate(for operation: AnyQueueOperation) async -> ConditionResult {
+        switch await login.result {
+        case .success: .satisfied
+        case .failure(let error): .failed(error)
+        }
+      }
+    }
+
+    let api = ActorQueue(name: "api")
+    let login = QueueOperation<String>(name: "login") { throw BadPassword() }
+    let upload = api.addOperation(name: "upload", traits: [.condition(LoggedIn(login: login))]) { "uploaded" }
+    do {
+      _ = try await upload.value
+    } catch let error as ConditionFailedError {
+      print(error.conditionName, "failed:", error.underlyingError)
+    }
+    print("login", login.state)  // added with upload, ended first
+    // end snippet
+
+    try expectOutput(transcript, "docc-condition-dependency")
+  }
+
   @Test("Observing state: why is an operation not running?")
   func waitReport() async throws {
     let transcript = Transcript()

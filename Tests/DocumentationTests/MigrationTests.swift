@@ -461,6 +461,38 @@ struct MigrationTests {
     try expectOutput(transcript, "exclusivity-after")
   }
 
+  @Test("Readiness conditions")
+  func readinessConditions() async throws {
+    let transcript = Transcript()
+    @Sendable func print(_ items: Any...) { transcript.print(items) }
+    let queue = ActorQueue(name: "sync")
+
+    // snippet: conditions-after
+    struct SignInRequired: Error {}
+    actor Session {
+      private(set) var token: String?
+      func signIn() { token = "t0ken" }
+    }
+    struct SignedIn: OperationCondition {
+      let session: Session
+      // PSOperations' dependencyForOperation: runs first, added to the queue with the operation.
+      func dependency(for operation: AnyQueueOperation) -> AnyQueueOperation? {
+        QueueOperation(name: "sign in") { await session.signIn() }
+      }
+      func evaluate(for operation: AnyQueueOperation) async -> ConditionResult {
+        await session.token != nil ? .satisfied : .failed(SignInRequired())
+      }
+    }
+
+    let session = Session()
+    let sync = queue.addOperation(name: "sync", traits: [.condition(SignedIn(session: session))]) { "synced" }
+    print(sync.dependencies.compactMap(\.name))
+    print(try await sync.value)
+    // end snippet
+
+    try expectOutput(transcript, "conditions-after")
+  }
+
   @Test("At most N a second: rate limits")
   func rateLimits() async throws {
     let transcript = Transcript()

@@ -118,14 +118,23 @@ extension OperationTrait {
   /// lock, with ``OperationCondition/dependency(for:)`` asked in between, and its start takes
   /// the lock once more, after the conditions answered.
   public static func condition(_ condition: some OperationCondition) -> OperationTrait {
-    OperationTrait(kind: .condition(condition))
+    OperationTrait(kind: .condition(ConditionBox(condition)))
   }
 
   /// A condition written as a closure: `.condition("online") { _ in await network.isUp ? .satisfied : .notYet(retryAfter: .seconds(5)) }`.
   public static func condition(
     _ name: String, _ evaluate: @escaping @Sendable (AnyQueueOperation) async -> ConditionResult
   ) -> OperationTrait {
-    OperationTrait(kind: .condition(ClosureCondition(name: name, body: evaluate)))
+    OperationTrait(kind: .condition(ConditionBox(ClosureCondition(name: name, body: evaluate))))
+  }
+}
+
+/// A trait's condition, as one reference.
+final class ConditionBox: Sendable {
+  let condition: any OperationCondition
+
+  init(_ condition: any OperationCondition) {
+    self.condition = condition
   }
 }
 

@@ -250,6 +250,10 @@ extension Scheduler {
       for handle in operations[index].extras!.followerHandles { effects.garbage.releaseLater(handle: handle) }
       operations[index].extras!.followerHandles = []
     } else if let handle = operations[index].enqueuedHandle.take() {
+      // Its conditions' evaluation needs its handle, if one is left when it starts.
+      if hasConditions(index) {
+        timeStates[Int(operations[index].timeSlot)].conditionsHandle = WeakHandle(object: handle)
+      }
       effects.garbage.releaseLater(handle: handle)
     }
   }

@@ -337,6 +337,7 @@ extension Scheduler {
   /// its keys, returns to `.pending`, and becomes ready now (`delay` 0) or when its timer at `at`
   /// (of its queue's clock) fires. The worker claims the next operation, or retires if its task
   /// was cancelled. `detail`: the event its queue's subscribers get, given the instant.
+  @inline(__always)
   mutating func returnToPending(
     _ index: Int, worker: Worker, queue: Int, delay: Int64, at: Int64,
     detail: (QueueDeadline) -> OperationDetail, now: () -> SchedulerInstant, _ effects: inout Effects

@@ -123,9 +123,6 @@ extension Scheduler {
         timeStates[slot].traits.retry = nil
         timeStates[slot].traits.exclusive = ExclusiveRequests()
       }
-      if !timeStates[slot].traits.conditions.isEmpty {
-        timeStates[slot].conditionsHandle = WeakHandle(object: handle)
-      }
       if !timeStates[slot].produced.isEmpty, let cycle = linkProduced(index, into: queue, now: now, &effects)
       {
         // Only an add that cannot throw gets here (the others check first): it ends at once.

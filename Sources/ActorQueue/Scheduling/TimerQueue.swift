@@ -221,8 +221,8 @@ struct TimeTraits: Sendable {
         if !request.keys.isEmpty { exclusive.append(request) }
       case .cost(let permits):
         cost = permits
-      case .condition(let condition):
-        conditions.append(condition)
+      case .condition(let box):
+        conditions.append(box.condition)
       }
     }
   }
@@ -257,8 +257,8 @@ struct OperationTime: Sendable {
   var produced: [Handle] = []
   /// The condition that answered "not yet", while it waits for its next evaluation.
   var deferredBy: String?
-  /// With conditions, its handle, for their evaluation when its queue no longer holds it (a
-  /// released queue lets go of an operation held by `pause()`).
+  /// With conditions, once its released queue let go of it (held by `pause()`): its handle,
+  /// weakly, for their evaluation.
   var conditionsHandle: WeakHandle<Handle>?
 }
 

@@ -15,8 +15,10 @@ extension ActorQueue {
   ///
   /// Cost: what `addOperation` costs, plus a timer per deadline or timeout: O(1) when timers
   /// arrive in order (a deadline `in:` the same duration on each operation, a timeout), O(log n)
-  /// in the timers armed otherwise; a timeout also keeps a small record. An empty `traits` costs
-  /// nothing more.
+  /// in the timers armed otherwise; a timeout also keeps a small record. With a condition, the
+  /// operation is created, given its traits and added in three holds of the lock, its conditions'
+  /// dependencies asked in between (see ``OperationCondition``). An empty `traits` costs nothing
+  /// more.
   @discardableResult
   public nonisolated func addOperation<Success: Sendable>(
     name: String? = nil, priority: OperationPriority = .normal, traits: [OperationTrait],
@@ -105,7 +107,8 @@ extension QueueOperation {
   /// A prepared operation with traits (see ``OperationTrait``), not in any queue yet: otherwise
   /// the same as ``init(name:priority:_:)``. A deadline `in:` a duration counts from when it is
   /// added to a queue, on that queue's clock; an absolute deadline must be of that queue's clock
-  /// (precondition, checked when it is added).
+  /// (precondition, checked when it is added). Its conditions' dependencies
+  /// (``OperationCondition/dependency(for:)``) are asked here, and added to its queue with it.
   public convenience init(
     name: String? = nil, priority: OperationPriority = .normal, traits: [OperationTrait],
     _ body: @escaping @Sendable () async throws -> Success
@@ -140,7 +143,7 @@ extension AnyQueueOperation {
   package func setTraits(_ traits: [OperationTrait]) {
     guard !traits.isEmpty else { return }
     let conditions = traits.compactMap { trait -> (any OperationCondition)? in
-      if case .condition(let condition) = trait.kind { return condition }
+      if case .condition(let box) = trait.kind { return box.condition }
       return nil
     }
     setTraits(traits, conditions: conditions)

@@ -20,7 +20,8 @@ public struct OperationTrait: Sendable, CustomStringConvertible {
     case retry(RetryPolicy)
     case exclusive(ExclusiveRequest)
     case cost(Int64)
-    case condition(any OperationCondition)
+    /// Boxed: an existential inline would make every trait 40 bytes and its copies outlined.
+    case condition(ConditionBox)
   }
 
   let kind: Kind
@@ -81,7 +82,7 @@ public struct OperationTrait: Sendable, CustomStringConvertible {
       "exclusive \(request.keys.map(\.description).joined(separator: ", "))"
         + (request.domain.map { " in \($0)" } ?? "")
     case .cost(let permits): "cost \(permits)"
-    case .condition(let condition): "condition \"\(condition.name)\""
+    case .condition(let box): "condition \"\(box.condition.name)\""
     }
   }
 }

@@ -42,6 +42,9 @@ enum CountedWorkload: String, CaseIterable, Sendable {
   /// `independent-max4` through a rate limiter that never throttles (a token bucket of 10⁹ a
   /// second, burst 10⁶): what a limiter costs a start that has its permits.
   case rateLimitedMax4 = "rate-limited-max4"
+  /// `independent-max4` with a condition on each operation that is satisfied at once: what a
+  /// condition costs (its evaluation on the worker and the extra hold of the lock).
+  case conditionMax4 = "condition-max4"
 
   /// Runs the workload `n` times.
   func run(_ n: Int) {
@@ -50,6 +53,8 @@ enum CountedWorkload: String, CaseIterable, Sendable {
       _ = Independent.actorQueue(n: n, limit: 4)
     case .deadlineMax4:
       TimedCount.deadlineMax4(n)
+    case .conditionMax4:
+      TimedCount.conditionMax4(n)
     case .retryMax4:
       _ = Retry.actorQueue(n: n, failures: 1)
     case .retryTraitMax4:

@@ -15,4 +15,17 @@ enum TimedCount {
       verify(counter.count == n, "ActorQueue ran \(counter.count) of \(n) ops with deadlines")
     }
   }
+
+  /// `independent-max4`, each operation with a condition satisfied at once.
+  static func conditionMax4(_ n: Int) {
+    blocking {
+      let counter = Counter()
+      let body = Workload.trivial.asynchronous(counter)
+      let queue = ActorQueue(maxConcurrentOperationCount: 4)
+      let traits: [OperationTrait] = [.condition("always") { _ in .satisfied }]
+      for _ in 0..<n { queue.addOperation(traits: traits, body) }
+      await queue.waitUntilAllOperationsAreFinished()
+      verify(counter.count == n, "ActorQueue ran \(counter.count) of \(n) ops with conditions")
+    }
+  }
 }

@@ -211,6 +211,27 @@ struct ReliabilityMisuseTests {
     }
     Self.expectNamesMisuse(result, ["legacy sync", "cannot run twice", ".retry"])
   }
+
+  @Test("Legacy work with a condition stops with a message saying where to check it")
+  func conditionOnLegacyWork() async {
+    let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      let queue = ActorQueue()
+      let legacy = QueueOperation<Int>(
+        name: "legacy sync", start: { complete in complete(.success(1)) }, cancel: {})
+      legacy.setTraits([.condition("online") { _ in .satisfied }])
+      try? queue.addOperation(legacy)
+    }
+    Self.expectNamesMisuse(result, ["legacy sync", ".condition(online)", "inside the work"])
+  }
+
+  @Test("Coalesced work with a condition stops with a message saying where to check it")
+  func conditionOnCoalescedWork() async {
+    let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      let queue = ActorQueue()
+      queue.addOperation(traits: [.condition("online") { _ in .satisfied }], coalescingBy: "a.png") { 1 }
+    }
+    Self.expectNamesMisuse(result, ["coalescingBy: a.png", "condition \"online\"", "shared work"])
+  }
 }
 
 /// Rate limits' bad input (beyond.md §1.6 d, item 8): refused with a message in every build.

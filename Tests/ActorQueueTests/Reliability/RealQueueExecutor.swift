@@ -173,14 +173,18 @@ final class ScriptCondition: OperationCondition {
   let permits: Permits
   private let op: Int
   private let answers: [Int]
+  private let produces: AnyQueueOperation?
   private let state = LockedValue((evaluations: 0, last: -1))
 
-  init(op: Int, answers: [Int], permits: Permits) {
+  init(op: Int, answers: [Int], produces: AnyQueueOperation?, permits: Permits) {
     name = ConditionCode.conditionName(op)
     self.op = op
     self.answers = answers
+    self.produces = produces
     self.permits = permits
   }
+
+  func dependency(for operation: AnyQueueOperation) -> AnyQueueOperation? { produces }
 
   /// The code it answered last (-1: none yet).
   var lastAnswer: Int { state.withLock { $0.last } }
@@ -275,7 +279,7 @@ private final class RealRun {
   var ids: [Int: OperationID] = [:]
   var gates: [Int: Permits] = [:]
   /// The conditions of `addConditional` ops.
-  var conditions: [Int: ScriptCondition] = [:]
+  var conditions: [Int: Weak<ScriptCondition>] = [:]
   var tokens: [Int: Weak<Token>] = [:]
   var fenceCount = 0
   let completions = CompletionLog()
@@ -751,10 +755,19 @@ private final class RealRun {
       return add(op, to: queue, priority: priority, traits: [.cost(cost)], spec)
     case .penalize(let limiter, let seconds):
       limiters[limiter].penalize(for: .seconds(seconds))
-    case .addConditional(let op, let queue, let priority, let answers, let keys, let deadline, let spec):
+    case .addConditional(
+      let op, let queue, let priority, let answers, let keys, let deadline, let spec, let produced):
+      // What its condition's `dependency(for:)` returns: a new operation the script holds.
+      var dependency: QueueOperation<Int>?
+      if let produced {
+        let operation = QueueOperation(name: "op\(produced.op)", body(produced.op, produced.body))
+        typed[produced.op] = operation
+        track(produced.op, operation, produced.body)
+        dependency = operation
+      }
       let condition = ScriptCondition(
-        op: op, answers: answers, permits: Permits { [checker] in checker.poke() })
-      conditions[op] = condition
+        op: op, answers: answers, produces: dependency, permits: Permits { [checker] in checker.poke() })
+      conditions[op] = Weak(object: condition)
       return add(
         op, to: queue, priority: priority,
         traits: ConditionCode.traits(keys: keys, deadline: deadline, condition),
@@ -899,7 +912,8 @@ private final class RealRun {
   /// Lets the condition of `move.op` answer (one permit of its own), and waits until its body
   /// entered, the op ended, or its condition's "not yet" was told, as the model says.
   private func evaluate(_ move: BodyMove, id: OperationID, permits: Permits) async -> String? {
-    guard let condition = conditions[move.op] else { return "op\(move.op) has no condition (test bug)" }
+    // Its operation holds it until it ends (weakly here: it holds the produced operation).
+    guard let condition = conditions[move.op]?.object else { return "op\(move.op) has no condition" }
     let entered = permits.entered
     let deferrals = checker.snapshot.deferrals[id, default: 0]
     condition.permits.give()

@@ -458,7 +458,7 @@ private struct ValueRun {
     case .add(_, let queue, _, let body), .barrier(_, let queue, let body),
       .addCoalesced(_, _, let queue, _, _, let body), .addTimed(_, let queue, _, _, _, let body),
       .addRetrying(_, let queue, _, _, let body), .addExclusive(_, let queue, _, _, _, let body),
-      .addConditional(_, let queue, _, _, _, _, let body):
+      .addConditional(_, let queue, _, _, _, _, let body, _):
       return [queue] + body.captures
     case .addAfter(_, let queue, _, let inputs, let body):
       return [queue] + body.captures + inputs.flatMap(queueOf)
@@ -664,15 +664,19 @@ private struct ValueRun {
       } else {
         harness.addPrepared(Self.name(op), priority: priority, traits: retry.traits, to: queues[queue])
       }
-    case .addConditional(let op, let queue, let priority, _, let keys, let deadline, _):
+    case .addConditional(let op, let queue, let priority, _, let keys, let deadline, _, let produced):
       // Never evaluated here: the executor answers for it, as the model says (see `quiesce`).
       let condition = ClosureCondition(name: ConditionCode.conditionName(op)) { _ in .satisfied }
       let traits = ConditionCode.traits(keys: keys, deadline: deadline, condition)
       let priority = OperationPriority.allCases[priority]
+      // What its condition's `dependency(for:)` returns: a new operation, made first.
+      let dependencies = produced.map { [harness.makeOperation(Self.name($0.op))] } ?? []
       if op.isMultiple(of: 2) {
-        harness.add(Self.name(op), priority: priority, traits: traits, to: queues[queue])
+        harness.add(
+          Self.name(op), priority: priority, traits: traits, producing: dependencies, to: queues[queue])
       } else {
-        harness.addPrepared(Self.name(op), priority: priority, traits: traits, to: queues[queue])
+        harness.addPrepared(
+          Self.name(op), priority: priority, traits: traits, producing: dependencies, to: queues[queue])
       }
     }
     return nil

@@ -138,7 +138,8 @@ struct SchedulerHarness {
   /// `addOperation(traits:)`: a new operation submitted with its traits, folded, in one event,
   /// as `ActorQueue.submit(name:priority:traits:_:as:)` does.
   mutating func add(
-    _ name: String, priority: OperationPriority = .normal, traits: [OperationTrait], to queue: Int
+    _ name: String, priority: OperationPriority = .normal, traits: [OperationTrait],
+    producing produced: [AnyQueueOperation] = [], to queue: Int
   ) {
     let handle = makeOperation(name, priority: priority)
     guard !traits.isEmpty else {
@@ -153,7 +154,7 @@ struct SchedulerHarness {
     guard time.conditions.isEmpty else {
       // Conditions: created, given its traits (and produced dependencies), then submitted.
       let index = handle.recordIndex
-      event { scheduler, _, _ in scheduler.setTraits(traits, of: index) }
+      event { scheduler, _, _ in scheduler.setTraits(traits, of: index, produced: produced) }
       return event { scheduler, now, effects in scheduler.submit(handle, to: queue, now: now, &effects) }
     }
     event { scheduler, now, effects in scheduler.submitTimed(handle, time, to: queue, now: now, &effects) }
@@ -162,12 +163,18 @@ struct SchedulerHarness {
   /// `QueueOperation(traits:)`, then `addOperation(_:)`: the traits wait in a time state until
   /// the operation is added, in a second event.
   mutating func addPrepared(
-    _ name: String, priority: OperationPriority = .normal, traits: [OperationTrait], to queue: Int
+    _ name: String, priority: OperationPriority = .normal, traits: [OperationTrait],
+    producing produced: [AnyQueueOperation] = [], to queue: Int
   ) {
     let handle = makeOperation(name, priority: priority)
     let index = handle.recordIndex
-    if !traits.isEmpty { event { scheduler, _, _ in scheduler.setTraits(traits, of: index) } }
-    event { scheduler, now, effects in scheduler.submit(handle, to: queue, now: now, &effects) }
+    if !traits.isEmpty {
+      event { scheduler, _, _ in scheduler.setTraits(traits, of: index, produced: produced) }
+    }
+    // `addOperation(_:)`, which may throw (a produced dependency's cycle; none here).
+    try? event { scheduler, now, effects throws(ActorQueueError) in
+      try scheduler.submit([handle], to: queue, now: now, &effects)
+    }
   }
 
   /// The manual clock `clock` moves `duration` forward: what is due fires, in one event, as

@@ -685,11 +685,21 @@ struct ReferenceModel: Sendable {
       enqueue(op)
       if let deadline = retry.deadline { armDeadline(of: op, at: now + deadline) }
       return .done
-    case .addConditional(let op, let queue, let priority, let answers, let keys, let deadline, let body):
+    case .addConditional(
+      let op, let queue, let priority, let answers, let keys, let deadline, let body, let produced):
       guard isLive(queue: queue), ops[op] == nil, validCaptures(body),
-        answers.allSatisfy({ (0...5).contains($0) })
+        answers.allSatisfy({ (0...5).contains($0) }),
+        produced.map({ ops[$0.op] == nil && $0.op != op && validCaptures($0.body) }) ?? true
       else { return .skip }
+      if let produced {
+        // Made when the op is created (its condition is asked then), and waited for by it.
+        create(produced.op, queue: queue, priority: 2, body: produced.body)
+      }
       create(op, queue: queue, priority: priority, body: body)
+      if let produced {
+        ops[op]!.explicit.append((produced.op, false))
+        journal.append(.edge(dependent: op, dependency: produced.op, step: self.step))
+      }
       ops[op]!.answers = answers
       ops[op]!.locks = Set(keys.map { ModelLock(domain: queue, key: $0) }).sorted()
       if !ops[op]!.locks.isEmpty {
@@ -698,6 +708,8 @@ struct ReferenceModel: Sendable {
       }
       enqueue(op)
       if let deadline { armDeadline(of: op, at: now + deadline) }
+      // Added to the queue with the op, after it.
+      if let produced { enqueue(produced.op) }
       return .done
     case .addCoalesced(let op, let work, let queue, let priority, let key, let body):
       guard isLive(queue: queue), ops[op] == nil else { return .skip }

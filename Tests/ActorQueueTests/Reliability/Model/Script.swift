@@ -135,8 +135,11 @@ enum Step: Codable, Sendable, Hashable, CustomStringConvertible {
   /// `queue.addOperation(priority:, traits: [.exclusive(keys...)] + [.deadline(in:)] + [.condition(c)]) { body }`:
   /// its condition waits for a permit of its own at each evaluation (given when the model moves
   /// it), then answers the next of `answers` (``ConditionCode``; satisfied once they run out).
+  /// With `produced`, its condition's `dependency(for:)` returns a new operation (priority
+  /// normal, the script holds its handle), added to the queue with it.
   case addConditional(
-    op: Int, queue: Int, priority: Int, answers: [Int], keys: [Int], deadline: Int?, body: BodySpec)
+    op: Int, queue: Int, priority: Int, answers: [Int], keys: [Int], deadline: Int?, body: BodySpec,
+    produced: ProducedSpec? = nil)
 
   var description: String {
     switch self {
@@ -145,11 +148,15 @@ enum Step: Codable, Sendable, Hashable, CustomStringConvertible {
     case .addCosted(let op, let queue, let priority, let cost, let body):
       "op\(op) = q\(queue).addOperation(priority: \(priority.priorityName), traits: [.cost(\(cost))]) { \(body) }"
     case .penalize(let limiter, let seconds): "l\(limiter).penalize(for: \(seconds) s)"
-    case .addConditional(let op, let queue, let priority, let answers, let keys, let deadline, let body):
+    case .addConditional(
+      let op, let queue, let priority, let answers, let keys, let deadline, let body, let produced):
       "op\(op) = q\(queue).addOperation(priority: \(priority.priorityName), traits: ["
         + ((keys.isEmpty ? [] : [".exclusive(" + keys.map { "k\($0)" }.joined(separator: ", ") + ")"])
         + (deadline.map { [".deadline(in: \($0) s)"] } ?? [])
-        + [".condition(answers: " + answers.map { ConditionCode.name($0) }.joined(separator: ", ") + ")"])
+        + [
+          ".condition(answers: " + answers.map { ConditionCode.name($0) }.joined(separator: ", ")
+            + (produced.map { ", producing op\($0.op) { \($0.body) }" } ?? "") + ")"
+        ])
         .joined(separator: ", ") + "]) { \(body) }"
     case .addExclusive(let op, let queue, let priority, let keys, let shared, let body):
       "op\(op) = q\(queue).addOperation(priority: \(priority.priorityName), traits: [.exclusive("
@@ -266,6 +273,12 @@ struct RetrySpec: Codable, Sendable, Hashable, CustomStringConvertible {
       + [deadline.map { ".deadline(in: \($0) s)" }, timeout.map { ".timeout(\($0) s)" }].compactMap { $0 })
       .joined(separator: ", ")
   }
+}
+
+/// The operation an `addConditional` step's condition produces.
+struct ProducedSpec: Codable, Sendable, Hashable {
+  var op: Int
+  var body: BodySpec
 }
 
 /// The answers of an `addConditional` step's condition, by code: 0 satisfied, 1 skip, 2 failed,

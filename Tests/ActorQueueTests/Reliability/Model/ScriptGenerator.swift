@@ -220,17 +220,24 @@ struct ScriptGenerator: Sendable {
       case 190..<200:
         // A condition answering up to three times (then satisfied), not yet mostly 0 or 1 s
         // later; sometimes with a key of its queue's own or a deadline; often opened at once.
+        // Now and then its condition produces an operation that runs first.
         let queue = liveQueue(&random)
         let answers = (0..<random.below(4)).map { _ in random.pick([0, 1, 2, 3, 3, 4, 4, 5]) }
+        let produced =
+          random.chance(30) ? ProducedSpec(op: nextOp + 1, body: body(&random, queues: queueCount)) : nil
         steps.append(
           .addConditional(
             op: nextOp, queue: queue, priority: random.below(5), answers: answers,
             keys: random.chance(30) ? [random.below(3)] : [],
             deadline: random.chance(25) ? 1 + random.below(4) : nil,
-            body: body(&random, queues: queueCount)))
+            body: body(&random, queues: queueCount), produced: produced))
         ops.append((nextOp, queue, false))
+        if let produced {
+          ops.append((produced.op, queue, false))
+          if random.chance(50) { steps.append(.open(op: produced.op)) }
+        }
         if random.chance(50) { steps.append(.open(op: nextOp)) }
-        nextOp += 1
+        nextOp += produced == nil ? 1 : 2
       default:
         steps.append(.advance(seconds: 1 + random.below(2)))
       }

@@ -333,6 +333,23 @@ struct ConditionTests {
     #expect(condition.evaluations == 2)
     #expect(retried.attemptCount == 2)
 
+    // "Not yet" uses no attempt: two of them, then a failed attempt and a second that succeeds.
+    let later = Scripted("later", [.notYet(retryAfter: .zero), .notYet(retryAfter: .zero), .satisfied])
+    let tries = LockedValue(0)
+    let deferred = queue.addOperation(
+      name: "deferred",
+      traits: [.retry(.attempts(2, backoff: .constant(.zero), jitter: .none)), .condition(later)]
+    ) { () -> Int in
+      let attempt = tries.withLock {
+        $0 += 1; return $0
+      }
+      guard attempt == 2 else { throw Offline() }
+      return ActorQueue.currentAttempt?.number ?? 0
+    }
+    #expect(try await deferred.value == 2)
+    #expect(deferred.attemptCount == 2)
+    #expect(later.evaluations == 4)
+
     let failing = Scripted("never", [.failed(Offline())])
     let notRetried = queue.addOperation(
       name: "refused",

@@ -13,16 +13,15 @@ extension Scheduler {
     return !timeStates[Int(operations[index].timeSlot)].traits.conditions.isEmpty
   }
 
-  /// `index`, which has a time state, was just claimed by `worker` with `body`: its timeout is
-  /// noted, its attempt counted, and with conditions the body stays in the record while the
-  /// worker evaluates them. Out of line: operations without traits never come here.
+  /// `index`, which has a time state, was just claimed by `worker` with `body`: its body starts
+  /// (``bodyStarts(_:_:on:)``), or, with conditions, stays in the record while the worker
+  /// evaluates them. Out of line: operations without traits never come here.
   @inline(never)
   mutating func timedStart(_ index: Int, _ body: OperationBody, on worker: Worker) -> WorkerAction {
-    noteTimedStart(index)
-    if operations[index].retrySlot >= 0 { startAttempt(index, body, on: worker) }
     let slot = Int(operations[index].timeSlot)
     let id = operations[index].id
     guard !timeStates[slot].traits.conditions.isEmpty else {
+      bodyStarts(index, body, on: worker)
       return .run(operation: index, id: id, body: body)
     }
     timeStates[slot].deferredBy = nil
@@ -33,12 +32,19 @@ extension Scheduler {
     return .evaluate(operation: index, id: id, conditions: timeStates[slot].traits.conditions, handle: handle)
   }
 
+  /// The body of `index`, with a time state, starts on `worker`: its execution timeout is noted
+  /// (armed when the event settles) and its attempt counted. A condition's evaluation is neither.
+  private mutating func bodyStarts(_ index: Int, _ body: OperationBody, on worker: Worker) {
+    noteTimedStart(index)
+    if operations[index].retrySlot >= 0 { startAttempt(index, body, on: worker) }
+  }
+
   /// `worker` evaluated the conditions of `index` (`answer`: the first that was not satisfied,
-  /// `nil` if all were). Cancelled or timed out meanwhile: it ends as its body would have, had it
-  /// thrown `CancellationError` (a retry may follow an execution timeout). Satisfied: the worker
-  /// runs the body. Skip: it ends `.cancelled`; failed: `.failed` with a
-  /// ``ConditionFailedError`` (neither is retried: the body never ran). Not yet: slot-free
-  /// re-entry after the delay, or `.cancelled` in a queue released while suspended.
+  /// `nil` if all were). Cancelled, or its deadline passed, meanwhile: it ends `.cancelled`, or
+  /// `.failed` with the deadline's error. Satisfied: the worker runs the body. Skip: it ends
+  /// `.cancelled`; failed: `.failed` with a ``ConditionFailedError``. Not yet: slot-free re-entry
+  /// after the delay, or `.cancelled` in a queue released while suspended. None of these is
+  /// retried, nor counts as an attempt: the body never ran.
   mutating func conditionsAnswered(
     _ index: Int, id: OperationID, worker: Worker, queue: Int, answer: ConditionAnswer?,
     now: () -> SchedulerInstant, _ effects: inout Effects
@@ -50,7 +56,7 @@ extension Scheduler {
         "Internal inconsistency: a worker evaluated conditions of an operation it did not run")
     }
     if operations[index].cancelRequested || operations[index].timeMarks.contains(.timedOut) {
-      return operationEnded(
+      return endAttempt(
         index, worker: worker, queue: queue, outcome: .cancelled, yieldAfter: false, now: now, &effects)
     }
     guard let answer else {
@@ -59,6 +65,8 @@ extension Scheduler {
       guard let body else {
         preconditionFailure("Internal inconsistency: \(id) lost its body while its conditions were evaluated")
       }
+      bodyStarts(index, body, on: worker)
+      settle(now: now, &effects)
       return .run(operation: index, id: id, body: body)
     }
     let outcome: OutcomeBox
@@ -77,7 +85,6 @@ extension Scheduler {
     case .failed(let error):
       outcome = OutcomeBox(.failure(ConditionFailedError(conditionName: answer.name, underlyingError: error)))
     }
-    if operations[index].retrySlot >= 0 { attempts.remove(worker) }
     return endAttempt(
       index, worker: worker, queue: queue, outcome: outcome, yieldAfter: false, now: now, &effects)
   }
@@ -89,7 +96,6 @@ extension Scheduler {
     _ index: Int, worker: Worker, queue: Int, name: String, delay: Int64, now: () -> SchedulerInstant,
     _ effects: inout Effects
   ) -> WorkerAction {
-    if operations[index].retrySlot >= 0 { attempts.remove(worker) }
     let needsInstant = delay > 0 || !queues[queue].subscribers.isEmpty
     let at = needsInstant ? Backoff.adding(instant(of: queues[queue].clock, now: now), delay) : 0
     timeStates[Int(operations[index].timeSlot)].deferredBy = name

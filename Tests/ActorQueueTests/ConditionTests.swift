@@ -459,4 +459,33 @@ struct ConditionTests {
     #expect(evaluations.withLock { $0 } == 0)
     #expect(!ran.withLock { $0 })
   }
+
+  @Test("A checkpoint in a condition pauses nothing; the body's first checkpoint pauses; cancel ends it")
+  func checkpointInACondition() async throws {
+    let clock = ManualClock()
+    let queue = ActorQueue(name: "pause", clock: clock.queueClock)
+    let gate = TestGate()
+    let passed = LockedValue(false)
+    let guarded = queue.addOperation(
+      name: "sync",
+      traits: [
+        .condition("checks in") { _ in
+          await gate.wait()
+          try? await ActorQueue.checkpoint()
+          passed.withLock { $0 = true }
+          return .satisfied
+        }
+      ]
+    ) {
+      try await ActorQueue.checkpoint()
+    }
+    await clock.settle()
+    guarded.pause()  // asked while its condition runs
+    gate.open()
+    #expect(await eventually { guarded.state == .paused })
+    #expect(passed.withLock { $0 })
+    guarded.cancel()
+    await guarded.waitUntilFinished()
+    #expect(guarded.state == .cancelled)
+  }
 }

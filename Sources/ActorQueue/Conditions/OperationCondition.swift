@@ -31,7 +31,9 @@ public protocol OperationCondition: Sendable {
 
   /// Whether `operation`'s body may run now. Runs in `operation`'s worker task, which is
   /// cancelled if `operation` is (`Task.isCancelled` tells); whatever it answers then, the
-  /// operation ends `.cancelled` and its body never runs.
+  /// operation ends `.cancelled` and its body never runs. ``ActorQueue/ActorQueue/current`` is
+  /// its queue; ``ActorQueue/ActorQueue/checkpoint()`` pauses nothing here (an operation pauses
+  /// only in its body).
   func evaluate(for operation: AnyQueueOperation) async -> ConditionResult
 }
 

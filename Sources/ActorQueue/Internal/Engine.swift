@@ -382,8 +382,8 @@ extension Engine {
     }
   }
 
-  /// Evaluates an operation's conditions as its body would run (the worker entered, so that a
-  /// checkpoint or `ActorQueue.current` works there), then reports the answer.
+  /// Evaluates an operation's conditions on its worker's task (`ActorQueue.current` is its
+  /// queue), then reports the answer.
   @inline(never)
   private static func evaluate(
     _ conditions: [any OperationCondition], of operation: Int, id: OperationID, handle: AnyQueueOperation?,
@@ -391,9 +391,8 @@ extension Engine {
   ) async -> WorkerAction {
     let answer: ConditionAnswer?
     if let handle {
-      worker.enter(operation, id: id)
+      // The worker is not entered: a checkpoint in a condition pauses nothing (only a body pauses).
       answer = await ConditionAnswer.evaluate(conditions, for: handle)
-      worker.leave()
     } else {
       answer = ConditionAnswer(name: conditions.first?.name ?? "", result: .skip)
     }

@@ -488,4 +488,27 @@ struct ConditionTests {
     await guarded.waitUntilFinished()
     #expect(guarded.state == .cancelled)
   }
+
+  /// Found by the random tester on real queues: the produced dependency joined the queue inside
+  /// its operation's submission, so its first event came before its operation's, and a FIFO check
+  /// reading events took it for the earlier submission.
+  @Test("A produced dependency joins the queue after its operation: its events, and its start, follow")
+  func producedDependencyFollowsItsOperation() async {
+    let queue = ActorQueue(name: "order", maxConcurrentOperationCount: 1)
+    queue.isSuspended = true
+    let recorder = QueueRecorder(queue)
+    let signIn = QueueOperation(name: "sign in") {}
+    let sync = queue.addOperation(
+      name: "sync", traits: [.condition(Scripted("signed in", [.satisfied], produces: signIn))]
+    ) {}
+    let firstEvents = recorder.events.compactMap { event -> String? in
+      guard case .operation(_, let name, let state) = event.kind else { return nil }
+      return "\(name ?? "?") \(state)"
+    }
+    #expect(firstEvents == ["sync pending", "sign in ready"])
+    sync.removeDependency(signIn)  // both ready, of one priority: the earlier submission starts first
+    queue.isSuspended = false
+    await queue.waitUntilAllOperationsAreFinished()
+    #expect(recorder.startOrder(in: queue) == ["sync", "sign in"])
+  }
 }

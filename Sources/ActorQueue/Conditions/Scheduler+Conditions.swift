@@ -113,25 +113,36 @@ extension Scheduler {
     return cycleOfProduced(index, timeStates[Int(operations[index].timeSlot)].produced)
   }
 
-  /// `index`, being added to `queue`, waits for its conditions' produced dependencies, each
-  /// added to `queue` first unless it is in a queue already. Returns the cycle one would close
-  /// instead, linking nothing (the caller ends `index`).
+  /// `index`, being added to a queue, waits for its conditions' produced dependencies
+  /// (``enqueueProduced(of:into:now:_:)`` adds them after it). Returns the cycle one would close
+  /// instead, linking nothing and letting go of them (the caller ends `index`).
   @inline(never)
-  mutating func linkProduced(
-    _ index: Int, into queue: Int, now: () -> SchedulerInstant, _ effects: inout Effects
-  ) -> [Int]? {
+  mutating func linkProduced(_ index: Int, _ effects: inout Effects) -> [Int]? {
+    let slot = Int(operations[index].timeSlot)
+    if let cycle = cycleOfProduced(index, timeStates[slot].produced) {
+      effects.garbage.releaseLater(timeStates[slot].produced)
+      timeStates[slot].produced = []
+      return cycle
+    }
+    for dependency in timeStates[slot].produced {
+      link(dependency, to: index, part: .explicit(requiresSuccess: false), &effects)
+    }
+    return nil
+  }
+
+  /// Adds to `queue` the produced dependencies of `index`, just added there, that are in no
+  /// queue yet: after it, so that their submission order and their first events follow its own.
+  @inline(never)
+  mutating func enqueueProduced(
+    of index: Int, into queue: Int, now: () -> SchedulerInstant, _ effects: inout Effects
+  ) {
     let slot = Int(operations[index].timeSlot)
     let produced = timeStates[slot].produced
     timeStates[slot].produced = []
     effects.garbage.releaseLater(produced)
-    if let cycle = cycleOfProduced(index, produced) { return cycle }
-    for dependency in produced {
-      link(dependency, to: index, part: .explicit(requiresSuccess: false), &effects)
-      if !operations[dependency.recordIndex].wasEnqueued {
-        enqueue(dependency, into: queue, now: now, &effects)
-      }
+    for dependency in produced where !operations[dependency.recordIndex].wasEnqueued {
+      enqueue(dependency, into: queue, now: now, &effects)
     }
-    return nil
   }
 
   private func cycleOfProduced(_ index: Int, _ produced: [Handle]) -> [Int]? {

@@ -109,6 +109,7 @@ extension Scheduler {
     if previous >= 0 { operations[previous].nextInQueue = index }
     if operations[index].external != nil { queues[queue].hasExternalWork = true }
     if !queues[queue].barriers.isEmpty { waitForBarriers(index, of: queue, &effects) }
+    var producesDependencies = false
     if operations[index].timeSlot >= 0 {
       let slot = Int(operations[index].timeSlot)
       if !timeStates[slot].traits.exclusive.isEmpty, !operations[index].timeMarks.contains(.exclusive) {
@@ -123,11 +124,13 @@ extension Scheduler {
         timeStates[slot].traits.retry = nil
         timeStates[slot].traits.exclusive = ExclusiveRequests()
       }
-      if !timeStates[slot].produced.isEmpty, let cycle = linkProduced(index, into: queue, now: now, &effects)
-      {
-        // Only an add that cannot throw gets here (the others check first): it ends at once.
-        terminate(index, as: .failed, error: cycleError(cycle), &effects)
-        return
+      if !timeStates[slot].produced.isEmpty {
+        if let cycle = linkProduced(index, &effects) {
+          // Only an add that cannot throw gets here (the others check first): it ends at once.
+          terminate(index, as: .failed, error: cycleError(cycle), &effects)
+          return
+        }
+        producesDependencies = true
       }
     }
     if operations[index].unfinishedDependencies == 0 && !operations[index].pauseHeld {
@@ -135,6 +138,8 @@ extension Scheduler {
     } else if !queues[queue].subscribers.isEmpty {
       emitState(of: index, .pending, in: queue, &effects)
     }
+    // After it, in submission order and in its queue's events.
+    if producesDependencies { enqueueProduced(of: index, into: queue, now: now, &effects) }
   }
 
   /// `index`, just added to `queue`, waits for every unfinished barrier of the queue. Out of

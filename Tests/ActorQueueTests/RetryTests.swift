@@ -512,4 +512,21 @@ struct RetryTests {
     try queue.addOperation(prepared)
     #expect(try await prepared.value == 3)
   }
+
+  @Test("A prepared operation dropped before it is added releases its retry policy's closures at once")
+  func droppedPreparedReleasesPolicy() {
+    final class Captured: Sendable {}
+    // Made in a function, so that no local of this one keeps the captured object alive.
+    func dropPrepared() -> WeakReference<Captured> {
+      let captured = Captured()
+      let policy = RetryPolicy.custom(maxAttempts: 2) { _ in
+        _ = captured
+        return .stop
+      }
+      _ = QueueOperation(traits: [.retry(policy)]) {}
+      return WeakReference(captured)
+    }
+    let captured = dropPrepared()
+    #expect(captured.isFreed)
+  }
 }

@@ -64,8 +64,12 @@ extension Scheduler {
     freeOperations.append(index)
     var garbage = Garbage()
     if operations[index].timeSlot >= 0 {
-      // A prepared operation's traits.
-      releaseConditions(of: index, into: &garbage)
+      // A prepared operation's traits: what of the user's they hold (a retry policy's closures,
+      // a domain, conditions) goes after unlocking, not when the slot is reused.
+      let slot = Int(operations[index].timeSlot)
+      garbage.releaseLater((timeStates[slot].traits, timeStates[slot].produced))
+      timeStates[slot].traits = TimeTraits()
+      timeStates[slot].produced = []
       releaseTimeSlot(of: index)
     }
     if operations[index].retrySlot >= 0 { freeRetrySlot(of: index) }

@@ -36,20 +36,6 @@ private func failure<Success>(of operation: QueueOperation<Success>) async -> (a
   return nil
 }
 
-/// What the queue told about `operation`, in order: states and details.
-private func story(of operation: AnyQueueOperation, in recorder: QueueRecorder) -> [String] {
-  recorder.events.compactMap { event in
-    guard event.operationID == operation.id else { return nil }
-    switch event.kind {
-    case .operation(_, _, let state): return "\(state)"
-    case .detail(_, _, let detail):
-      guard let name = detail.conditionName, let until = detail.conditionUntil else { return "\(detail)" }
-      return "\(name) not yet until \(until.nanoseconds / 1_000_000) ms"
-    default: return nil
-    }
-  }
-}
-
 /// Readiness conditions (beyond.md §1.3 d), on manual clocks and gates: no test sleeps.
 @Suite("Readiness conditions", .timeLimit(.minutes(hangLimitMinutes)))
 struct ConditionTests {

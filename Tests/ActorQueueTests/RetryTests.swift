@@ -11,20 +11,6 @@ private struct AttemptError: Error, Equatable {
 /// The attempt the calling body runs (0 outside a retried operation's body).
 private var attemptNumber: Int { ActorQueue.currentAttempt?.number ?? 0 }
 
-/// What the queue told about `operation`, in order: states and retry details.
-private func story(of operation: AnyQueueOperation, in recorder: QueueRecorder) -> [String] {
-  recorder.events.compactMap { event in
-    guard event.operationID == operation.id else { return nil }
-    switch event.kind {
-    case .operation(_, _, let state): return "\(state)"
-    case .detail(_, _, let detail):
-      guard let attempt = detail.retryAttempt, let at = detail.retryAt else { return "\(detail)" }
-      return "retry after \(attempt) at \(at.nanoseconds / 1_000_000) ms"
-    default: return nil
-    }
-  }
-}
-
 /// The names of the operations that started, each start counted (a retried one starts again).
 private func starts(in recorder: QueueRecorder) -> [String] {
   recorder.events.compactMap { event in

@@ -7,7 +7,7 @@
 /// retry's). Conditions live in the operation's time state (`traits.conditions`) and are let go
 /// of, after unlocking, when it ends.
 extension Scheduler {
-  /// Whether `index` was given conditions (for tests and the submission paths).
+  /// Whether `index` was given conditions.
   func hasConditions(_ index: Int) -> Bool {
     guard operations[index].timeSlot >= 0 else { return false }
     return !timeStates[Int(operations[index].timeSlot)].traits.conditions.isEmpty

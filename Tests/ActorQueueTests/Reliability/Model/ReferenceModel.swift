@@ -1647,13 +1647,19 @@ struct ReferenceModel: Sendable {
   /// permits (it did not run).
   private mutating func deferByCondition(_ op: Int, seconds: Int) {
     journal.append(.deferred(op: op, step: step))
+    returnToWaiting(op, after: seconds)
+    ops[op]!.startedAt = nil
+    ops[op]!.deferred = seconds > 0
+  }
+
+  /// Slot-free re-entry, a retry's and a "not yet"'s: `op` gives back its slot, its keys and an
+  /// excess pause request, keeps its submission order, and is ready now or after `seconds`.
+  private mutating func returnToWaiting(_ op: Int, after seconds: Int) {
     releaseLocks(of: op)
     ops[op]!.state = .waiting
     ops[op]!.holdsSlot = false
     ops[op]!.excessPaused = false
-    ops[op]!.startedAt = nil
     ops[op]!.backoffAt = seconds > 0 ? now + seconds : nil
-    ops[op]!.deferred = seconds > 0
   }
 
   /// `op`'s attempt ended so: the op ends, or (a failure its retry policy retries) is rescheduled.
@@ -1673,16 +1679,12 @@ struct ReferenceModel: Sendable {
   /// `op`'s attempt threw and it runs again: slot-free re-entry, with its submission order.
   private mutating func reschedule(_ op: Int, backoff: Int) {
     journal.append(.rescheduled(op: op, step: step))
-    releaseLocks(of: op)
-    ops[op]!.state = .waiting
-    ops[op]!.holdsSlot = false
-    ops[op]!.excessPaused = false
+    returnToWaiting(op, after: backoff)
     ops[op]!.stage = 0
     ops[op]!.opens = ops[op]!.body.auto ? ops[op]!.body.checkpoints + 1 : 0
     ops[op]!.timedOut = false
     ops[op]!.timerActed = nil
     ops[op]!.timeoutAt = nil
-    ops[op]!.backoffAt = backoff > 0 ? now + backoff : nil
     ops[op]!.deferred = false
   }
 

@@ -56,6 +56,8 @@ public actor ActorQueue {
   /// The queue under ``ActorQueue/main``: serial for good, since every module that adds to it
   /// counts on its order.
   private nonisolated let isMainQueue: Bool
+  /// The group whose children this queue runs, if it is an ``OperationGroup/queue``.
+  nonisolated let groupIdentity: GroupIdentity?
 
   /// Creates a queue.
   ///
@@ -83,6 +85,7 @@ public actor ActorQueue {
     storedTaskExecutor = taskExecutor
     self.clock = clock
     isMainQueue = false
+    groupIdentity = nil
     reference = Engine.mutate {
       $0.createQueue(
         name: name, limit: limit, taskPriority: taskPriority, taskExecutor: taskExecutor, clock: clock)
@@ -97,7 +100,27 @@ public actor ActorQueue {
     storedTaskExecutor = nil
     clock = .system
     isMainQueue = true
+    groupIdentity = nil
     reference = Engine.mutate { $0.createQueue(name: name, limit: 1, taskPriority: nil) }
+    Engine.mutate { [reference] in $0.queues[reference.index].owner = self }
+  }
+
+  /// A group's queue, made by the group's body.
+  init(groupOf settings: GroupSettings) {
+    storedName = settings.name
+    storedTaskPriority = settings.taskPriority
+    storedTaskExecutor = settings.taskExecutor
+    clock = settings.clock
+    isMainQueue = false
+    guard
+      let made = Engine.mutate({
+        $0.createGroupQueue(
+          runningOnTask: currentTaskAddress(), name: settings.name, limit: settings.limit,
+          policy: settings.policy)
+      })
+    else { preconditionFailure("Internal inconsistency: a group's body ran outside its worker") }
+    reference = made.reference
+    groupIdentity = GroupIdentity(operation: made.group, id: made.id, domain: settings.domain)
     Engine.mutate { [reference] in $0.queues[reference.index].owner = self }
   }
 
@@ -125,9 +148,11 @@ public actor ActorQueue {
   /// This queue's own ``ExclusivityDomain``: where ``OperationTrait/exclusive(_:in:)-(ExclusivityKey...,_)`` puts keys
   /// when no domain is named. Only this queue's operations may name it (another queue's are
   /// refused with a precondition message); to exclude across queues, make an
-  /// ``ExclusivityDomain`` and share it. Cost: a small object per call.
+  /// ``ExclusivityDomain`` and share it. An ``OperationGroup/queue`` has the domain of the queue
+  /// its outermost group is in, whose keys its children share. Cost: a small object per call.
   public nonisolated var exclusivityDomain: ExclusivityDomain {
-    ExclusivityDomain(queueGeneration: reference.generation, name: storedName.map { "queue \"\($0)\"" })
+    groupIdentity?.domain
+      ?? ExclusivityDomain(queueGeneration: reference.generation, name: storedName.map { "queue \"\($0)\"" })
   }
 
   /// The limit as stored: `-1` means unlimited; values below 1 are misuse, refused in every

@@ -27,6 +27,7 @@ public struct ActorQueueError: Error, Equatable, Sendable, CustomStringConvertib
     case alreadyEnqueued
     case alreadyStarted
     case joinedSharedWork
+    case groupEnded
   }
 
   private let code: Code
@@ -79,6 +80,11 @@ public struct ActorQueueError: Error, Equatable, Sendable, CustomStringConvertib
   /// back.
   public static let joinedSharedWork = ActorQueueError(.joinedSharedWork)
 
+  /// An operation was added to the queue of an operation group (``OperationGroup/queue``) after
+  /// the group had ended: a group ends once its last child has, and takes no child after that.
+  /// (ProcedureKit's `GroupProcedure` accepted the child and never ran it.)
+  public static let groupEnded = ActorQueueError(.groupEnded)
+
   /// What went wrong and what to do instead.
   public var description: String {
     switch code {
@@ -103,6 +109,10 @@ public struct ActorQueueError: Error, Equatable, Sendable, CustomStringConvertib
         + "coalescing key, which no single caller's dependency may hold back; nothing was changed. "
         + "Make the shared work wait inside its body, or add the dependency to an operation that "
         + "runs after this one."
+    case .groupEnded:
+      "ActorQueueError.groupEnded: this operation group has ended (its last child had ended), so it takes no "
+        + "child; nothing ran. Add children from the group's build closure or from a child that is still "
+        + "running, or start a new group."
     }
   }
 }

@@ -518,6 +518,55 @@ struct ArticleTests {
     try expectOutput(transcript, "docc-condition-dependency")
   }
 
+  @Test("Operation groups")
+  func operationGroup() async throws {
+    let transcript = Transcript()
+    @Sendable func print(_ items: Any...) { transcript.print(items) }
+
+    // snippet: docc-group
+    struct NotFound: Error {}
+    let library = ActorQueue(name: "library")
+    let sync = library.addOperationGroup(name: "sync", maxConcurrentOperationCount: 1) { group in
+      for album in ["Blue", "Missing", "Abbey Road"] {
+        group.queue.addOperation(name: album) {
+          if album == "Missing" { throw NotFound() }
+          print("downloaded", album)
+        }
+      }
+    }
+    do {
+      try await sync.value
+    } catch let error as GroupFailedError {
+      print("sync failed:", error.failures.map { "\($0.name ?? "?"): \($0.error)" })
+    }
+    // end snippet
+
+    try expectOutput(transcript, "docc-group")
+  }
+
+  @Test("Operation groups: a child adds children")
+  func operationGroupLateChildren() async throws {
+    let transcript = Transcript()
+    @Sendable func print(_ items: Any...) { transcript.print(items) }
+
+    // snippet: docc-group-late
+    let crawler = ActorQueue(name: "crawler")
+    let crawl = crawler.addOperationGroup(name: "crawl", maxConcurrentOperationCount: 1) { group in
+      group.queue.addOperation(name: "/") {
+        print("crawled /")
+        // The pages it found: children of the same group, which waits for them too.
+        for page in ["/about", "/blog"] {
+          OperationGroup.current?.queue.addOperation(name: page) { print("crawled", page) }
+        }
+      }
+      return "crawled from /"
+    }
+    print(try await crawl.value)
+    // end snippet
+
+    try expectOutput(transcript, "docc-group-late")
+  }
+
   @Test("Observing state: why is an operation not running?")
   func waitReport() async throws {
     let transcript = Transcript()

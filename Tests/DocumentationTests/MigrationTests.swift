@@ -493,6 +493,35 @@ struct MigrationTests {
     try expectOutput(transcript, "conditions-after")
   }
 
+  @Test("Groups of operations")
+  func groups() async throws {
+    let transcript = Transcript()
+    @Sendable func print(_ items: Any...) { transcript.print(items) }
+    let queue = ActorQueue(name: "library")
+
+    // snippet: groups-after
+    struct Unavailable: Error {}
+    let sync = queue.addOperationGroup(
+      name: "sync", maxConcurrentOperationCount: 3, onChildFailure: .collectAll
+    ) {
+      group in
+      for album in ["Blue", "Gone", "Abbey Road", "Lost"] {
+        group.queue.addOperation(name: album) {
+          if album == "Gone" || album == "Lost" { throw Unavailable() }
+        }
+      }
+      return "synced"
+    }
+    do {
+      print(try await sync.value)
+    } catch let error as GroupFailedError {
+      print(error.failures.compactMap(\.name).sorted())
+    }
+    // end snippet
+
+    try expectOutput(transcript, "groups-after")
+  }
+
   @Test("At most N a second: rate limits")
   func rateLimits() async throws {
     let transcript = Transcript()

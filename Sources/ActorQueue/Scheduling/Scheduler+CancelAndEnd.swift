@@ -177,6 +177,7 @@ extension Scheduler {
     if !operations[index].timeMarks.isEmpty { endTimers(of: index, queue: queue, &effects) }
     var leftHandle: Handle?
     if queue >= 0 {
+      if queues[queue].isGroup, terminal == .failed { noteChildFailure(index, in: queue, &effects) }
       if operations[index].extrasBox != nil, let coalescing = operations[index].extras?.coalescing {
         releaseCoalescingKey(of: index, hash: coalescing.hash, in: queue, &effects)
       }

@@ -193,9 +193,9 @@ extension Scheduler {
   /// dependents, and own nothing (so no ownership cycle can form through them either).
   func cycle(closedBy dependency: Int, _ dependent: Int) -> [Int]? {
     if dependency == dependent { return [dependent] }
-    if operations[dependency].phase.hasEnded || !hasWaiters(dependent) || !waits(dependency) {
-      return nil
-    }
+    if operations[dependency].phase.hasEnded { return nil }
+    // A group waits for its children, which no dependency list says.
+    if liveGroups == 0, !hasWaiters(dependent) || !waits(dependency) { return nil }
     // Each operation reached, with the one it waits for that led the search to it.
     var waitsFor: [Int: Int] = [dependent: dependent]
     var stack = [dependent]
@@ -207,6 +207,14 @@ extension Scheduler {
         if waitsFor[entry.index] == nil {
           waitsFor[entry.index] = operation
           stack.append(entry.index)
+        }
+      }
+      // A group waits for each of its children.
+      if liveGroups > 0, let group = groupOperation(waitingFor: operation) {
+        if group == dependency { return path(from: operation, closing: dependency, dependent, waitsFor) }
+        if waitsFor[group] == nil {
+          waitsFor[group] = operation
+          stack.append(group)
         }
       }
       // A caller's handle to coalesced work waits for that work, as a dependent does.

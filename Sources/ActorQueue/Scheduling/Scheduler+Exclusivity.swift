@@ -102,7 +102,7 @@ extension Scheduler {
 
   /// ``beginExclusive(_:_:on:)`` for one request (a non-empty key list).
   mutating func beginExclusive(_ index: Int, _ request: ExclusiveRequest, on queue: Int) {
-    guard request.keys.count == 1 else {
+    guard request.keys.count == 1, !queues[queue].isGroup else {
       beginExclusive(index, [request], on: queue)
       return
     }
@@ -118,6 +118,8 @@ extension Scheduler {
       let domain = domain(of: request, for: index, on: queue)
       for key in request.keys { ids.append(LockID(domain: domain, key: key.id)) }
     }
+    // A group's child runs inside its group's hold of a key: the key is not its to take.
+    if queues[queue].isGroup { ids.removeAll { isHeldByEnclosingGroup($0, queue: queue) } }
     guard !ids.isEmpty else { return }
     if ids.count > 1 { ids.sort() }
     var state = ExclusiveState(slot: lockSlot(for: ids[0]))
@@ -218,9 +220,9 @@ extension Scheduler {
   @inline(__always)
   private func domain(of request: ExclusiveRequest, for index: Int, on queue: Int) -> UInt64 {
     guard let given = request.domain else {
-      return ExclusivityDomain.queueDomainBit | queues[queue].generation
+      return ExclusivityDomain.queueDomainBit | domainGeneration(of: queue)
     }
-    if let owner = given.ownerQueue, owner != queues[queue].generation {
+    if let owner = given.ownerQueue, owner != domainGeneration(of: queue) {
       let name = queues[queue].name.map { " \"\($0)\"" } ?? ""
       fatalError(
         "ActorQueue: \(operations[index].name ?? "\(operations[index].id)") on queue\(name) names keys in "
@@ -261,7 +263,7 @@ extension Scheduler {
     return slot
   }
 
-  /// The slot of lock `id` if it is in use (for tests).
+  /// The slot of lock `id` if it is in use (a group's child's keys, and tests).
   func lockSlot(of id: LockID) -> Int? {
     var slot = Int(id.key) < lockChains.count ? lockChains[Int(id.key)] : -1
     while slot >= 0 && lockStates[slot].id != id { slot = lockStates[slot].nextWithKey }

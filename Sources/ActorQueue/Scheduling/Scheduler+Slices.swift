@@ -114,6 +114,14 @@ extension Scheduler {
   /// Starts a whole-queue walk of `kind` over `queue`'s unfinished operations (those added
   /// until now), and does its first slice.
   mutating func beginWalk(_ kind: BulkWork.Walk.Kind, in queue: Int, _ effects: inout Effects) {
+    addWalk(kind, in: queue)
+    drainBulk(&effects)
+  }
+
+  /// Leaves a whole-queue walk of `kind` over `queue`'s unfinished operations to the bulk work,
+  /// stopping the queue's starts until it ends if `kind` does: done in this slice if the caller
+  /// drains the bulk work, else in the caller's next slices.
+  mutating func addWalk(_ kind: BulkWork.Walk.Kind, in queue: Int) {
     nextWalkToken += 1
     let walk = BulkWork.Walk(
       kind: kind, queue: QueueReference(index: queue, generation: queues[queue].generation),
@@ -123,7 +131,6 @@ extension Scheduler {
     if kind.stopsStarts { queues[queue].machine.beginWalk() }
     bulk.walks.append(walk)
     markBulk()
-    drainBulk(&effects)
   }
 
   /// Does the bulk work left, until the slice's limit: releases and ends first (so that what a

@@ -312,7 +312,8 @@ extension Scheduler {
     // What the record knows (the start rule decides the rest), field by field: a computed
     // property of the record, read through the array, copied the whole record on every add.
     guard queues[queue].barriers.isEmpty, queues[queue].subscribers.isEmpty, !queues[queue].hasExcessRequests,
-      queues[queue].pausedInReady == 0, !queues[queue].hasLimiters, operations[index].startsAlone,
+      queues[queue].pausedInReady == 0, !queues[queue].hasLimiters, !queues[queue].isGroup,
+      operations[index].startsAlone,
       queues[queue].machine.takeSlotOnIdle()
     else { return nil }
     nextSubmission += 1

@@ -26,6 +26,8 @@ extension Scheduler {
         if let cycle = cycle(closedBy: barrier, handle.recordIndex) { throw cycleError(cycle) }
       }
     }
+    // So must being waited for by the group whose queue this is.
+    if queues[queue].isGroup { try checkGroupAdmission(of: handles, to: queue) }
     // So must waiting for a condition's produced dependency.
     for handle in handles where operations[handle.recordIndex].timeSlot >= 0 {
       if let cycle = cycleOfProduced(handle.recordIndex) { throw cycleError(cycle) }
@@ -107,6 +109,7 @@ extension Scheduler {
     let previous = queues[queue].append(index)
     operations[index].join(queue: queue, order: nextSubmission, handle: handle, previous: previous)
     if previous >= 0 { operations[previous].nextInQueue = index }
+    if queues[queue].isGroup, !admitChild(index, to: queue, now: now, &effects) { return }
     if operations[index].external != nil { queues[queue].hasExternalWork = true }
     if !queues[queue].barriers.isEmpty { waitForBarriers(index, of: queue, &effects) }
     var producesDependencies = false

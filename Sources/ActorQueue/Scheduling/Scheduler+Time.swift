@@ -97,11 +97,12 @@ extension Scheduler {
   mutating func armDeadline(
     of index: Int, on queue: Int, _ traits: TimeTraits, now: () -> SchedulerInstant
   ) {
-    guard traits.hasDeadline else { return }
+    let inherited = queues[queue].isGroup ? queues[queue].group!.deadline : nil
+    guard traits.hasDeadline || inherited != nil else { return }
     let clock = queues[queue].clock
     traits.checkClock(
       clock, operation: operations[index].name ?? operations[index].id.description, queue: queues[queue].name)
-    var at = traits.deadline ?? .max
+    var at = min(traits.deadline ?? .max, inherited ?? .max)
     var clockNow: Int64?
     if let after = traits.deadlineAfterSubmission {
       let current = instant(of: clock, now: now)
@@ -109,6 +110,7 @@ extension Scheduler {
       at = min(at, current &+ after)
     }
     if operations[index].retrySlot >= 0 { modifyRetryExtras(of: index) { $0.deadline = at } }
+    if operations[index].timeSlot >= 0 { timeStates[Int(operations[index].timeSlot)].deadline = at }
     if at <= (clockNow ?? instant(of: clock, now: now)) {
       pendingTimes.append(PendingTime(index: index, id: operations[index].id, started: false))
       hasTimeWork = true

@@ -113,6 +113,9 @@ struct Scheduler: Sendable {
   /// Identifies whole-queue walks.
   var nextWalkToken: UInt64 = 0
   var queues: [QueueRecord] = []
+  /// Groups whose queue takes children: while there are some, a cycle may close through a group,
+  /// which waits for its children.
+  var liveGroups = 0
   var freeQueues: [Int] = []
   var nextQueueGeneration: UInt64 = 0
   /// Submission order: one counter for all queues.

@@ -260,6 +260,9 @@ struct OperationTime: Sendable {
   /// With conditions, once its released queue let go of it (held by `pause()`): its handle,
   /// weakly, for their evaluation.
   var conditionsHandle: WeakHandle<Handle>?
+  /// The instant its deadline was armed for (the earlier of its own and its group's), if any: a
+  /// group's queue takes it for its children.
+  var deadline: Int64?
 }
 
 /// What time left in an operation's record: one byte, in padding the record has anyway.

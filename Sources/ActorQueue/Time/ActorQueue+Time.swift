@@ -214,8 +214,9 @@ extension Scheduler {
     if let policy = traits.retry { beginRetries(of: index, policy) }
     if !traits.exclusive.isEmpty { beginExclusive(index, traits.exclusive, on: queue) }
     if traits.cost != nil { beginCost(traits.cost, of: index, on: queue) }
-    if traits.timeout != nil {
-      // Armed when its body starts; `enqueue` arms the deadline from it.
+    if traits.timeout != nil || queues[queue].isGroup {
+      // Armed when its body starts; `enqueue` arms the deadline from it (a group's child: the
+      // earlier of its own and its group's).
       modifyTime(of: index) { $0.traits = traits }
       enqueue(handle, into: queue, now: now, &effects)
     } else {

@@ -1,0 +1,180 @@
+/// What a group's queue (``OperationGroup/queue``) knows of its group, in its record.
+struct GroupRecord: Sendable {
+  /// Whether the queue takes children.
+  enum Admission: Sendable {
+    /// Children are added and run.
+    case open
+    /// The group cancels its children: one added now ends `.cancelled` at once.
+    case cancelling
+    /// The group's last child ended and the group is ending: an add is refused with
+    /// ``ActorQueueError/groupEnded``.
+    case ended
+  }
+
+  /// The group's operation, which waits for every operation of this queue.
+  let operation: Int
+  let operationID: OperationID
+  let policy: GroupFailurePolicy
+  var admission = Admission.open
+  /// The children that failed, in the order they ended (none kept with ``GroupFailurePolicy/ignore``).
+  var failures: [GroupFailedError.Failure] = []
+  /// The earliest of the group's deadline and its enclosing groups', on the queue's clock: every
+  /// child's deadline is at most this.
+  let deadline: Int64?
+  /// The queue, not a group's, that the outermost group belongs to: its exclusivity domain is the
+  /// children's by default, and a key the group holds there is theirs too.
+  let domainQueue: Int
+  let domainGeneration: UInt64
+}
+
+/// Operation groups: a queue of children whose group operation ends after them.
+extension Scheduler {
+  /// Makes the queue of the group whose body runs on the calling task (`address`): the children
+  /// run there, holding none of the parent's slots. `nil` when no body runs on that task.
+  mutating func createGroupQueue(
+    runningOnTask address: Int, name: String?, limit: Int, policy: GroupFailurePolicy
+  ) -> (reference: QueueReference, group: Int, id: OperationID)? {
+    guard let (_, index) = bodyRunning(onTask: address) else { return nil }
+    return createGroupQueue(of: index, name: name, limit: limit, policy: policy)
+  }
+
+  /// Makes the queue of the group operation `index`, which executes.
+  mutating func createGroupQueue(
+    of index: Int, name: String?, limit: Int, policy: GroupFailurePolicy
+  ) -> (reference: QueueReference, group: Int, id: OperationID) {
+    let parent = operations[index].queue
+    let deadline =
+      operations[index].timeSlot >= 0 ? timeStates[Int(operations[index].timeSlot)].deadline : nil
+    let outer = queues[parent].group
+    let reference = createQueue(
+      name: name, limit: limit, taskPriority: nil, clock: QueueClock(id: queues[parent].clock))
+    queues[reference.index].taskPriority = queues[parent].taskPriority
+    queues[reference.index].taskExecutor = queues[parent].taskExecutor
+    queues[reference.index].isGroup = true
+    queues[reference.index].group = GroupRecord(
+      operation: index, operationID: operations[index].id, policy: policy, deadline: deadline,
+      domainQueue: outer?.domainQueue ?? parent,
+      domainGeneration: outer?.domainGeneration ?? queues[parent].generation)
+    liveGroups += 1
+    return (reference, index, operations[index].id)
+  }
+
+  /// The group's queue takes no child from now on if it has none unfinished: returns the
+  /// children that failed (moved out, released by the caller). `nil`: some child is unfinished.
+  mutating func sealGroup(_ queue: Int) -> [GroupFailedError.Failure]? {
+    guard queues[queue].unfinishedCount == 0, var group = queues[queue].group else { return nil }
+    if group.admission != .ended { liveGroups -= 1 }
+    group.admission = .ended
+    let failures = group.failures
+    group.failures = []
+    queues[queue].group = group
+    return failures
+  }
+
+  /// The group cancels its children: waiting ones end at once, executing ones have their tasks
+  /// cancelled, and one added later ends `.cancelled` as it is added. Nothing once it ended.
+  mutating func cancelGroupChildren(
+    _ reference: QueueReference, now: () -> SchedulerInstant, _ effects: inout Effects
+  ) {
+    guard isLive(reference), let group = queues[reference.index].group, group.admission != .ended else {
+      return
+    }
+    queues[reference.index].group!.admission = .cancelling
+    cancelAll(in: reference.index, now: now, &effects)
+  }
+
+  /// `cancel()` on the group operation `index`, if it is still operation `id`.
+  mutating func cancelGroup(
+    _ index: Int, id: OperationID, now: () -> SchedulerInstant, _ effects: inout Effects
+  ) {
+    guard index < operations.count, operations[index].isLive, operations[index].id == id else { return }
+    cancel(index, now: now, &effects)
+  }
+
+  /// Checks a batch being added to a group's queue: refused once the group ended, or when one of
+  /// them waits for the group (which will wait for it). Nothing changes then.
+  func checkGroupAdmission(of handles: [Handle], to queue: Int) throws(ActorQueueError) {
+    guard let group = queues[queue].group else { return }
+    if group.admission == .ended { throw .groupEnded }
+    for handle in handles {
+      if let cycle = cycle(closedBy: handle.recordIndex, group.operation) { throw cycleError(cycle) }
+    }
+  }
+
+  /// `index`, just joined to the group's queue `queue`: it runs as a child (and inherits the
+  /// group's deadline), or ends at once: `.cancelled` while the group cancels its children,
+  /// `.failed` once the group ended or when it waits for its group. Returns whether it stays.
+  @inline(never)
+  mutating func admitChild(_ index: Int, to queue: Int, now: () -> SchedulerInstant, _ effects: inout Effects)
+    -> Bool
+  {
+    // Fields read in place: a copy of the record would retain its list of failures.
+    switch queues[queue].group!.admission {
+    case .ended:
+      terminate(index, as: .failed, error: ActorQueueError.groupEnded, &effects)
+      return false
+    case .cancelling:
+      cancelWaiting(index, &effects)
+      return false
+    case .open:
+      if !operations[index].dependencies.isEmpty,
+        let cycle = cycle(closedBy: index, queues[queue].group!.operation)
+      {
+        terminate(index, as: .failed, error: cycleError(cycle), &effects)
+        return false
+      }
+      // One with time state arms its deadline in `enqueue`, the earlier of its own and this.
+      if queues[queue].group!.deadline != nil, operations[index].timeSlot < 0 {
+        armDeadline(of: index, on: queue, TimeTraits(), now: now)
+      }
+      return true
+    }
+  }
+
+  /// `index`, a child of the group of `queue`, ended `.failed`: the group lists it, and with
+  /// ``GroupFailurePolicy/cancelSiblings`` cancels the others, in this call (a walk, as
+  /// `cancelAllOperations()`'s, which starts nothing of the queue until it is done; one added
+  /// later is cancelled as it is added).
+  @inline(never)
+  mutating func noteChildFailure(_ index: Int, in queue: Int, _ effects: inout Effects) {
+    guard queues[queue].group!.policy != .ignore, queues[queue].group!.admission != .ended else { return }
+    queues[queue].group!.failures.append(
+      GroupFailedError.Failure(
+        id: operations[index].id, name: operations[index].name,
+        error: operations[index].failure ?? cancellationError))
+    guard queues[queue].group!.policy == .cancelSiblings, queues[queue].group!.admission == .open else {
+      return
+    }
+    queues[queue].group!.admission = .cancelling
+    addWalk(.cancel, in: queue)
+  }
+
+  /// Whether a group's queue's child `index` (or what waits for it) waits, through its group,
+  /// for `operation`: the group's operation waits for each of its children.
+  func groupOperation(waitingFor index: Int) -> Int? {
+    let queue = operations[index].queue
+    guard queue >= 0, queues[queue].isGroup, queues[queue].group!.admission != .ended else { return nil }
+    return queues[queue].group!.operation
+  }
+
+  /// The queue whose exclusivity domain `queue`'s operations name by default: its own, or, for a
+  /// group's queue, the one its outermost group belongs to.
+  func domainGeneration(of queue: Int) -> UInt64 {
+    queues[queue].isGroup ? queues[queue].group!.domainGeneration : queues[queue].generation
+  }
+
+  /// Whether lock `id` is held by a group that `queue` (a group's) is inside: then a child's key
+  /// there is its group's, taken already.
+  func isHeldByEnclosingGroup(_ id: LockID, queue: Int) -> Bool {
+    guard let slot = lockSlot(of: id) else { return false }
+    let holder = lockStates[slot].holder
+    guard holder >= 0 else { return false }
+    var queue = queue
+    while let group = queues[queue].group {
+      if group.operation == holder { return true }
+      queue = operations[group.operation].queue
+      guard queue >= 0 else { return false }
+    }
+    return false
+  }
+}

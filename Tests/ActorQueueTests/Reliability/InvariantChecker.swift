@@ -16,7 +16,7 @@ import TestSupport
 /// step its deadline passed in; a detail event (a timer acted) where the model's timers did not
 /// act, of another kind, or twice, and none where they did; a retry detail, or a condition's "not
 /// yet", other than once for each the model rescheduled or deferred, or while the op holds a slot
-/// or is ready.
+/// or is ready; a group's end before one of its children's.
 final class InvariantChecker: Sendable {
   /// The queue index of the fence queue.
   static let fence = -1
@@ -146,6 +146,7 @@ final class InvariantChecker: Sendable {
     var deferred: [OperationID: Int] = [:]
     var locksOf: [OperationID: [Int]] = [:]
     var mayTimeOut: Set<OperationID> = []
+    var childrenOf: [OperationID: [OperationID]] = [:]
     for registration in registrations {
       switch registration {
       case .queue(let queue, let limit): limits[queue] = limit == -1 ? .max : limit
@@ -181,6 +182,8 @@ final class InvariantChecker: Sendable {
         if let id = ids[op] { mayTimeOut.insert(id) }
       case .deadlinePassed(let op, let step):
         if let id = ids[op], deadlinePassedAt[id] == nil { deadlinePassedAt[id] = step }
+      case .groupChild(let op, let group, _):
+        if let id = ids[op], let groupID = ids[group] { childrenOf[groupID, default: []].append(id) }
       }
     }
     func priority(_ id: OperationID, at step: Int) -> Int {
@@ -312,6 +315,16 @@ final class InvariantChecker: Sendable {
     for id in submitted.keys.sorted(by: { submitted[$0]! < submitted[$1]! })
     where terminals[id, default: 0] != 1 {
       problems.append("\(name(id)) reached \(terminals[id, default: 0]) terminal states (must be exactly 1)")
+    }
+    // A group ends after each of its children (one that ended before it was added has no events).
+    for (group, children) in childrenOf.sorted(by: { name($0.key) < name($1.key) }) {
+      guard let groupEnd = endedAt[group] else { continue }
+      for child in children where seen.contains(child) {
+        guard let childEnd = endedAt[child], childEnd < groupEnd else {
+          problems.append("\(name(group)) ended (#\(groupEnd)) before its child \(name(child)) did")
+          continue
+        }
+      }
     }
     // Timers: a detail exactly where the model's acted, of its kind; allowed where one may have.
     // Retries: a retry detail for each attempt the model rescheduled.

@@ -69,6 +69,7 @@ final class Permits: Sendable {
     var takers: [CheckedContinuation<Void, Never>] = []
     var passed = 0
     var entered = 0
+    var built = 0
     var asked: Bool?
     var onPause = 0
     var onResume = 0
@@ -132,6 +133,15 @@ final class Permits: Sendable {
   /// The body began to run.
   func reportEntered() {
     state.withLock { $0.entered += 1 }
+    onReport()
+  }
+
+  /// Times a group's build returned or threw.
+  var built: Int { state.withLock { $0.built } }
+
+  /// The group's build returned or threw (its body goes on to wait for the children).
+  func reportBuilt() {
+    state.withLock { $0.built += 1 }
     onReport()
   }
 
@@ -287,6 +297,10 @@ private final class RealRun {
   var counted: Set<Int> = []
   /// Bodies that ran somewhere other than their queue's executor (see `bodyRunsWhereItsQueueSays`).
   let misplacedBodies = LockedValue<[String]>([])
+  /// Each group op's group, as its build got it; the model's queue index of each group's queue,
+  /// once its events are watched.
+  let groups = LockedValue<[Int: OperationGroup]>([:])
+  var groupQueueIndices: [Int: Int] = [:]
 
   init(script: Script, checkFreeingEachStep: Bool, checkFreeingAtEnd: Bool) {
     self.script = script
@@ -380,6 +394,7 @@ private final class RealRun {
     }
     handles = [:]
     typed = [:]
+    groups.withLock { $0 = [:] }
     guard checkFreeingAtEnd else { return nil }
     let freed = await eventuallyFreed {
       weakOps.values.allSatisfy { $0.object == nil } && weakBoxes.allSatisfy { $0.object == nil }
@@ -627,9 +642,37 @@ private final class RealRun {
     return nil
   }
 
+  /// The queue of model index `queue`: the script's, or a group's.
+  private func queue(_ queue: Int) -> ActorQueue {
+    guard let group = model.queues[queue].groupOp else { return boxes[queue]!.queue }
+    return groups.withLock { $0[group]! }.queue
+  }
+
   private func act(_ step: Step, _ expectation: StepExpectation) -> String? {
     guard expectation != .skip else { return nil }
     switch step {
+    case .addGroup(
+      let op, let queue, let inGroup, let priority, let limit, let policy, let deadline, let spec):
+      let target = inGroup.map { self.queue(model.ops[$0]!.groupQueue!) } ?? boxes[queue]!.queue
+      let run = body(op, spec)
+      let permits = gates[op]!
+      let groups = groups
+      let operation = target.addOperationGroup(
+        name: "op\(op)", priority: OperationPriority.allCases[priority],
+        traits: timeTraits(deadline: deadline, timeout: nil), maxConcurrentOperationCount: limit,
+        onChildFailure: GroupPolicyCode.policy(policy)
+      ) { group in
+        groups.withLock { $0[op] = group }
+        defer { permits.reportBuilt() }
+        return try await run()
+      }
+      typed[op] = operation
+      track(op, operation, spec)
+    case .addChild(let op, let group, let priority, let spec):
+      let operation = self.queue(model.ops[group]!.groupQueue!).addOperation(
+        name: "op\(op)", priority: OperationPriority.allCases[priority], body(op, spec))
+      typed[op] = operation
+      track(op, operation, spec)
     case .add(let op, let queue, let priority, let spec):
       let operation = boxes[queue]!.queue.addOperation(
         name: "op\(op)", priority: OperationPriority.allCases[priority], body(op, spec))
@@ -688,11 +731,11 @@ private final class RealRun {
     case .cancel(let op):
       handles[op]!.cancel()
     case .cancelAll(let queue):
-      boxes[queue]!.queue.cancelAllOperations()
+      self.queue(queue).cancelAllOperations()
     case .setLimit(let queue, let limit):
-      boxes[queue]!.queue.maxConcurrentOperationCount = limit
+      self.queue(queue).maxConcurrentOperationCount = limit
     case .setSuspended(let queue, let suspended):
-      boxes[queue]!.queue.isSuspended = suspended
+      self.queue(queue).isSuspended = suspended
     case .setPriority(let op, let priority):
       handles[op]!.queuePriority = OperationPriority.allCases[priority]
     case .open, .openFully:
@@ -702,11 +745,11 @@ private final class RealRun {
     case .resume(let op):
       handles[op]!.resume()
     case .pauseAll(let queue):
-      boxes[queue]!.queue.pauseAllOperations()
+      self.queue(queue).pauseAllOperations()
     case .resumeAll(let queue):
-      boxes[queue]!.queue.resumeAllOperations()
+      self.queue(queue).resumeAllOperations()
     case .setLimitPausingExcess(let queue, let limit):
-      boxes[queue]!.queue.setMaxConcurrentOperationCount(limit, pausingExcess: true)
+      self.queue(queue).setMaxConcurrentOperationCount(limit, pausingExcess: true)
     case .addCoalesced(let op, let work, let queue, let priority, let key, let spec):
       let target = boxes[queue]!.queue
       let isNew = model.ops[work]?.followers.first == op
@@ -837,6 +880,7 @@ private final class RealRun {
       guard
         await eventuallyFreed(within: .seconds(10), { Engine.read { $0.callsInSlices } == 0 })
       else { return "a call done in slices did not return" }
+      if let problem = await awaitGroups() { return problem }
       if let problem = await waitForExecuting() { return problem }
       guard let move = model.nextMove() else { break }
       guard let id = ids[move.op], let permits = gates[move.op] else {
@@ -850,13 +894,18 @@ private final class RealRun {
       // Each wait also ends on what the model did not expect (the body passed, paused or ended
       // instead), so a disagreement is a failure that says so, not a hang.
       let before = permits.passed
+      let builtBefore = permits.built
       let checkpoint = move.reachesCheckpoint
       let retriesBefore = checker.snapshot.retries[id, default: 0]
       for _ in 0..<move.permits { permits.give() }
       await checker.wait { snapshot in
         snapshot.latest[id]?.isTerminal == true || permits.passed > before
           || (checkpoint && snapshot.latest[id] == .paused)
-          || snapshot.retries[id, default: 0] > retriesBefore
+          || snapshot.retries[id, default: 0] > retriesBefore || permits.built > builtBefore
+      }
+      if model.ops[move.op]!.groupLimit != nil, case .ended = move.result {
+        // A group's body ends after its build, once it took its last child.
+        await checker.wait { $0.latest[id]?.isTerminal == true }
       }
       let retried = checker.snapshot.retries[id, default: 0] > retriesBefore
       let latest = checker.snapshot.latest[id]
@@ -886,11 +935,17 @@ private final class RealRun {
         if !retried || latest?.isTerminal == true || permits.passed != before {
           return "op\(move.op) \(seen); expected its attempt to fail and be retried"
         }
+      case .built:
+        if permits.built != builtBefore + 1 || latest?.isTerminal == true || permits.passed != before {
+          return
+            "group op\(move.op) \(seen); expected its build to end and the group to wait for its children"
+        }
       case .evaluated, .deferred:
         return "op\(move.op): a body's move cannot be \(move.result) (test bug)"
       }
       reliabilityHeartbeat.add(1, ordering: .relaxed)
     }
+    if let problem = await awaitGroups() { return problem }
     for op in model.sortedOpIndices {
       guard let operation = handles[op], let expected = model.expectedState(op) else { continue }
       let real = operation.state
@@ -946,9 +1001,36 @@ private final class RealRun {
     return nil
   }
 
+  /// What group bodies do after the events that decide it, on their own tasks: each started
+  /// group's body got its group (its queue's events are then watched); each group whose children
+  /// the model cancels takes none from now on; each group the model ended has ended.
+  private func awaitGroups() async -> String? {
+    for op in model.sortedOpIndices {
+      guard let modelQueue = model.ops[op]!.groupQueue else { continue }
+      if groupQueueIndices[op] == nil {
+        guard await eventuallyFreed(within: .seconds(10), { groups.withLock { $0[op] != nil } }) else {
+          return "group op\(op) started, but its build never ran"
+        }
+        checker.attach(groups.withLock { $0[op]! }.queue.events, queue: modelQueue)
+        groupQueueIndices[op] = modelQueue
+      }
+      let queue = groups.withLock { $0[op]! }.queue
+      if model.queues[modelQueue].admission > 0 {
+        let refuses = await eventuallyFreed(within: .seconds(10)) {
+          Engine.read { $0.queues[queue.index].group.map { $0.admission != .open } ?? true }
+        }
+        if !refuses { return "group op\(op) does not cancel its children, as the model does" }
+      }
+      if model.state(of: op)?.isTerminal == true, let id = ids[op] {
+        await checker.wait { $0.latest[id]?.isTerminal == true }
+      }
+    }
+    return nil
+  }
+
   private func waitForExecuting() async -> String? {
     var expected: [Int: Set<OperationID>] = [:]
-    for queue in script.queueLimits.indices {
+    for queue in model.queues.indices {
       expected[queue] = Set(model.executing(in: queue).compactMap { ids[$0] })
     }
     let want = expected

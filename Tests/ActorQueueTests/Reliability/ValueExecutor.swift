@@ -47,6 +47,10 @@ struct ValueExecutor: ScriptExecutor {
   /// Conditions answered, and of those, "not yet"s.
   static let evaluations = Atomic<Int>(0)
   static let deferrals = Atomic<Int>(0)
+  /// Groups ended after their children, children they took, and groups that failed for a child.
+  static let groupsEnded = Atomic<Int>(0)
+  static let groupChildren = Atomic<Int>(0)
+  static let groupsFailedByChildren = Atomic<Int>(0)
 
   func run(_ script: Script) async -> ScriptFailure? {
     var run = ValueRun(script: script, waitsOutLingers: waitsOutLingers)
@@ -77,6 +81,12 @@ private struct ValueRun {
   var limiters: [Int] = []
   /// The state each op ended in, as first seen: it must never change.
   var ended: [Int: OperationState] = [:]
+  /// Groups: each group op's queue once its body made it, what its body does next (its build
+  /// ended, it threw, its cancellation reached its children, it took its last child).
+  var groupQueues: [Int: QueueReference] = [:]
+  var built: [Int: Bool] = [:]
+  var cancelsPassedOn: Set<Int> = []
+  var sealed: Set<Int> = []
 
   init(script: Script, waitsOutLingers: Bool) {
     self.script = script
@@ -126,6 +136,7 @@ private struct ValueRun {
       if case .mayTimeOut = entry { ValueExecutor.mayTimeOut.add(1, ordering: .relaxed) }
       if case .rescheduled = entry { ValueExecutor.rescheduled.add(1, ordering: .relaxed) }
       if case .deferred = entry { ValueExecutor.deferrals.add(1, ordering: .relaxed) }
+      if case .groupChild = entry { ValueExecutor.groupChildren.add(1, ordering: .relaxed) }
     }
     ValueExecutor.parked.add(model.parks, ordering: .relaxed)
     ValueExecutor.grants.add(model.grants, ordering: .relaxed)
@@ -177,6 +188,7 @@ private struct ValueRun {
         step: index, message: "after \(step): \(harness.scheduler.callsInSlices) calls in slices left counted"
       )
     }
+    syncGroups()
     releaseGoneHandles()
     wakeLingerer()
     if expectation != .skip, let problem = quiesce() {
@@ -223,7 +235,8 @@ private struct ValueRun {
     for op in model.sortedOpIndices {
       if let id = id(of: op) { opOfID[id] = op }
     }
-    for (scriptQueue, queue) in queues.enumerated() {
+    // A record a released queue freed may be a group's queue's now: the latest index names it.
+    for (scriptQueue, queue) in queues.enumerated() where queues.lastIndex(of: queue) == scriptQueue {
       var reported: [Int: OperationWaitReport] = [:]
       for report in scheduler.waitReport(of: queue, now: { harness.now }) {
         guard let op = opOfID[report.id] else { continue }  // shared work: no handle of the script's
@@ -312,7 +325,8 @@ private struct ValueRun {
       armed += scheduler.armedBackoff(of: index) == nil ? 0 : 1
     }
     // Rate limits: each queue's permit timer and each limiter's permits are the model's.
-    for (scriptQueue, queue) in queues.enumerated() where scheduler.queues[queue].isLive {
+    for (scriptQueue, queue) in queues.enumerated()
+    where scheduler.queues[queue].isLive && queues.lastIndex(of: queue) == scriptQueue {
       let armedThrottle = scheduler.queues[queue].armedThrottle
       if armedThrottle != nil { armed += 1 }
       let expected = model.queues[scriptQueue].armedThrottle.map { Int64($0) * second }
@@ -401,19 +415,19 @@ private struct ValueRun {
   private func interleavable(_ step: Step) -> Bool {
     let work = harness.pendingBulk
     let scheduler = harness.scheduler
-    func scriptQueue(ofRecord index: Int) -> Int? { queues.firstIndex(of: scheduler.operations[index].queue) }
+    func scriptQueue(ofRecord index: Int) -> Int? { queues.lastIndex(of: scheduler.operations[index].queue) }
     var touched = Set<Int>()
     var walked = Set<Int>()
     var onlyCancelWalks = true
     for bulk in work {
       for walk in bulk.walks {
-        if let queue = queues.firstIndex(of: walk.queue.index) {
+        if let queue = queues.lastIndex(of: walk.queue.index) {
           touched.insert(queue)
           walked.insert(queue)
         }
         if walk.kind != .cancel { onlyCancelWalks = false }
       }
-      for queue in bulk.held { if let queue = queues.firstIndex(of: queue.index) { touched.insert(queue) } }
+      for queue in bulk.held { if let queue = queues.lastIndex(of: queue.index) { touched.insert(queue) } }
       for release in bulk.releases {
         onlyCancelWalks = false
         if let queue = scriptQueue(ofRecord: release.dependency) { touched.insert(queue) }
@@ -433,16 +447,22 @@ private struct ValueRun {
       default: break
       }
     }
-    guard let stepQueues = queues(of: step) else { return false }
+    // A step on a group's queue not made yet is skipped: never between slices.
+    guard let stepQueues = queues(of: step), stepQueues.allSatisfy({ $0 < model.queues.count }) else {
+      return false
+    }
     // Queues connected by an op's dependency, capture or shared work, as components.
-    var component = Array(queues.indices)
+    var component = Array(model.queues.indices)
     func find(_ queue: Int) -> Int {
       var queue = queue
       while component[queue] != queue { queue = component[queue] }
       return queue
     }
     for op in model.ops.values {
-      for other in op.allDependencies.compactMap({ model.ops[$0]?.queue }) + op.captures {
+      // A group waits for its children: its queue and theirs are one.
+      for other in op.allDependencies.compactMap({ model.ops[$0]?.queue }) + op.captures
+        + [op.groupQueue].compactMap({ $0 })
+      {
         component[find(other)] = find(op.queue)
       }
     }
@@ -476,7 +496,9 @@ private struct ValueRun {
     case .cancelAll(let queue), .setLimit(let queue, _), .setSuspended(let queue, _), .pauseAll(let queue),
       .resumeAll(let queue), .setLimitPausingExcess(let queue, _):
       return [queue]
-    case .open, .openFully, .dropHandle, .releaseQueue, .advance, .setLimiters, .addCosted, .penalize:
+    case .open, .openFully, .dropHandle, .releaseQueue, .advance, .setLimiters, .addCosted, .penalize,
+      .addGroup,
+      .addChild:
       return nil
     }
   }
@@ -546,6 +568,21 @@ private struct ValueRun {
   private mutating func act(_ step: Step, _ expectation: StepExpectation) -> String? {
     guard expectation != .skip else { return nil }
     switch step {
+    case .addGroup(let op, let queue, let inGroup, let priority, _, _, let deadline, _):
+      // As `addOperationGroup` does: its traits, a time state, one submission.
+      let target = queues[inGroup.map { model.ops[$0]!.groupQueue! } ?? queue]
+      let handle = harness.makeOperation(Self.name(op), priority: OperationPriority.allCases[priority])
+      let index = handle.recordIndex
+      let traits = timeTraits(deadline: deadline, timeout: nil)
+      harness.event { s, _, _ in
+        s.setTraits(traits, of: index)
+        s.modifyTime(of: index) { _ in }
+      }
+      harness.event { s, now, e in s.submit(handle, to: target, now: now, &e) }
+    case .addChild(let op, let group, let priority, _):
+      harness.add(
+        Self.name(op), priority: OperationPriority.allCases[priority],
+        to: queues[model.ops[group]!.groupQueue!])
     case .add(let op, let queue, let priority, _):
       harness.add(Self.name(op), priority: OperationPriority.allCases[priority], to: queues[queue])
     case .addAfter(let op, let queue, let priority, let inputs, _):
@@ -686,6 +723,7 @@ private struct ValueRun {
   /// order; then compares every op's state, every pause flag and what paused bodies were told.
   private mutating func quiesce() -> String? {
     while true {
+      syncGroups()
       if let problem = compareExecuting() {
         // A lingering worker that was not woken takes what waits once its window runs out (see
         // LingerWakeDefectTests): let it, and compare again.
@@ -716,7 +754,7 @@ private struct ValueRun {
         let decision = harness.checkpoint(name)
         switch (decision, move.result) {
         case (.proceed, .passed), (.suspended, .paused): break
-        case (.cancelled, .ended(.cancelled)): outcome = .failure(CancellationError())
+        case (.cancelled, .ended(.cancelled)), (.cancelled, .built): outcome = .failure(CancellationError())
         case (.cancelled, .ended(.failed)) where model.isTimedOut(move.op):
           outcome = .failure(CancellationError())
         case (.cancelled, .rescheduled):
@@ -728,8 +766,28 @@ private struct ValueRun {
       } else {
         outcome = bodyOutcome(move.op)
       }
-      if let outcome {
+      if let outcome, model.ops[move.op]?.groupLimit != nil {
+        // A group's build ended: its body cancels the children if it threw, then waits for them.
+        let threw: Bool
+        if case .failure = outcome { threw = true } else { threw = false }
+        built[move.op] = threw
+        if threw, let reference = groupQueues[move.op] {
+          harness.event { s, now, e in s.cancelGroupChildren(reference, now: now, &e) }
+        }
+        syncGroups()
+        wakeLingerer()
+        let state = harness.state(name)
+        switch move.result {
+        case .ended(let expected) where modelState(state) != expected:
+          return "group op\(move.op) ended \(state), expected \(expected)"
+        case .built where state.isTerminal:
+          return
+            "group op\(move.op) ended \(state) when its build ended, expected it to wait for its children"
+        default: break
+        }
+      } else if let outcome {
         harness.end(name, with: outcome)
+        syncGroups()
         wakeLingerer()
         let state = harness.state(name)
         if case .ended(let expected) = move.result, modelState(state) != expected {
@@ -764,6 +822,59 @@ private struct ValueRun {
       }
     }
     return nil
+  }
+
+  /// What the bodies of group ops do outside their builds, after each event: make the group's
+  /// queue once it started (in the model's order, so queue indices agree), pass a cancellation of
+  /// the group's task on to its children, and end a group whose build ended once its queue took
+  /// its last child.
+  private mutating func syncGroups() {
+    while queues.count < model.queues.count {
+      let group = model.queues[queues.count].groupOp!
+      let spec = model.ops[group]!
+      let made = harness.scheduler.createGroupQueue(
+        of: harness.index(Self.name(group)), name: nil, limit: spec.groupLimit!,
+        policy: GroupPolicyCode.policy(spec.groupPolicy))
+      groupQueues[group] = made.reference
+      queues.append(made.reference.index)
+    }
+    // Each a call of its own, as the model has them: every cancellation passed on first, then one
+    // group's end at a time (the lowest op number first), its starts decided before the next.
+    while true {
+      var passedOn = false
+      for (group, reference) in groupQueues.sorted(by: { $0.key < $1.key })
+      where !sealed.contains(group) && !cancelsPassedOn.contains(group)
+        && harness.scheduler.operations[harness.index(Self.name(group))].taskCancelled
+      {
+        cancelsPassedOn.insert(group)
+        harness.event { s, now, e in s.cancelGroupChildren(reference, now: now, &e) }
+        passedOn = true
+      }
+      if passedOn { continue }
+      guard
+        let (group, reference) = groupQueues.sorted(by: { $0.key < $1.key }).first(where: {
+          !sealed.contains($0.key) && built[$0.key] != nil
+            && harness.scheduler.unfinishedCount(of: $0.value.index) == 0
+        }), let threw = built[group], let failures = harness.scheduler.sealGroup(reference.index)
+      else { return }
+      let index = harness.index(Self.name(group))
+      sealed.insert(group)
+      let outcome: Outcome
+      if harness.scheduler.operations[index].taskCancelled {
+        outcome = .failure(CancellationError())
+      } else if threw {
+        outcome = .failure(ScriptError(op: group))
+      } else if model.ops[group]!.groupPolicy != 2, !failures.isEmpty {
+        outcome = .failure(GroupFailedError(failures: failures))
+      } else {
+        outcome = .success(group)
+      }
+      harness.end(Self.name(group), with: outcome)
+      ValueExecutor.groupsEnded.add(1, ordering: .relaxed)
+      if case .failure(let error) = outcome, error is GroupFailedError {
+        ValueExecutor.groupsFailedByChildren.add(1, ordering: .relaxed)
+      }
+    }
   }
 
   /// The model's evaluation `move` of op `name`: its worker must be evaluating; it answers the
@@ -825,7 +936,7 @@ private struct ValueRun {
     for name in harness.running {
       let index = harness.index(name)
       guard harness.scheduler.state(of: index) == .executing,
-        let queue = queues.firstIndex(of: harness.scheduler.operations[index].queue)
+        let queue = queues.lastIndex(of: harness.scheduler.operations[index].queue)
       else { continue }
       actual[queue].insert(name)
     }
@@ -901,6 +1012,9 @@ struct ValueRandomScriptTests {
         + "\(ValueExecutor.throttled.load(ordering: .relaxed)) times a head waited for them; "
         + "\(ValueExecutor.evaluations.load(ordering: .relaxed)) conditions answered, "
         + "\(ValueExecutor.deferrals.load(ordering: .relaxed)) said not yet; "
+        + "\(ValueExecutor.groupsEnded.load(ordering: .relaxed)) groups ended after their "
+        + "\(ValueExecutor.groupChildren.load(ordering: .relaxed)) children, "
+        + "\(ValueExecutor.groupsFailedByChildren.load(ordering: .relaxed)) of them failed by a child; "
         + "\(FreeRecordCheck.checkedRecords.load(ordering: .relaxed)) free records were as reuse assumes; "
         + "\(PhaseCheck.checkedRecords.load(ordering: .relaxed)) live records' phases agreed with their queues"
     )

@@ -47,6 +47,8 @@ enum Registration: Sendable, Equatable {
   case keys(op: Int, locks: [Int], step: Int)
   /// Its condition answered "not yet": one condition detail event.
   case deferred(op: Int, step: Int)
+  /// It was added to the queue of the group op `group`: the group ends after it.
+  case groupChild(op: Int, group: Int, step: Int)
 }
 
 /// A key in a domain, ordered as the scheduler orders its locks: the script's shared domain
@@ -82,6 +84,8 @@ struct BodyMove: Sendable, Equatable {
     /// Its condition answered "not yet": `.pending` (a condition detail first), holding no slot,
     /// ready again now or when its timer fires.
     case deferred
+    /// A group's build returned (or threw): the group waits for its children, executing.
+    case built
   }
 
   var op: Int
@@ -288,6 +292,14 @@ struct ReferenceModel: Sendable {
     var captures: [Int] { body.captures }
 
     var pausedInBody: Bool { state == .executing && !holdsSlot }
+    /// A group op (`addGroup`): its children's limit and failure policy (``GroupPolicyCode``).
+    var groupLimit: Int?
+    var groupPolicy = 0
+    /// Its queue, made when it starts.
+    var groupQueue: Int?
+    /// Its build ended (threw: `buildThrew`); it waits for its children.
+    var built = false
+    var buildThrew = false
   }
 
   struct Queue: Sendable {
@@ -305,7 +317,21 @@ struct ReferenceModel: Sendable {
     /// Released while suspended: nothing in it can get a slot again.
     var releasedSuspended = false
     var barriers: [Int] = []
+    /// A group's queue: the group op, whether it takes children (0), cancels them as they come
+    /// (1) or refuses them (2, ended), whether a child failed, and the deadline its children get.
+    var groupOp: Int?
+    var admission = 0
+    var childFailed = false
+    var groupDeadline: Int?
   }
+
+  /// The queues the script made (a group's queue comes after them).
+  let baseQueueCount: Int
+  /// Group queues whose children are to be cancelled: by their group's body, after the event (the
+  /// group was cancelled, timed out or its build threw); or in the same event, before any start,
+  /// by the scheduler's walk (a child failed under `cancelSiblings`).
+  private var pendingGroupCancels: [Int] = []
+  private var pendingSiblingCancels: [Int] = []
 
   private(set) var ops: [Int: Op] = [:]
   private(set) var queues: [Queue]
@@ -351,6 +377,7 @@ struct ReferenceModel: Sendable {
     limiterSchedules = limiters.map { PermitSchedule($0.rule) }
     limiterStarts = limiters.map { _ in [] }
     queues = queueLimits.map { Queue(limit: $0 == -1 ? .max : $0) }
+    baseQueueCount = queueLimits.count
     for (index, limit) in queueLimits.enumerated() { journal.append(.queue(index, limit: limit)) }
   }
 
@@ -453,13 +480,39 @@ struct ReferenceModel: Sendable {
 
   private mutating func perform(_ step: Step) -> StepExpectation {
     switch step {
+    case .addGroup(
+      let op, let queue, let inGroup, let priority, let limit, let policy, let deadline, let body):
+      let target: Int
+      if let inGroup {
+        guard let queue = ops[inGroup]?.groupQueue else { return .skip }
+        target = queue
+      } else {
+        guard isBase(queue) else { return .skip }
+        target = queue
+      }
+      guard isLive(queue: target), ops[op] == nil, validCaptures(body), limit == -1 || limit >= 1,
+        (0...2).contains(policy)
+      else { return .skip }
+      create(op, queue: target, priority: priority, body: body)
+      ops[op]!.groupLimit = limit == -1 ? .max : limit
+      ops[op]!.groupPolicy = policy
+      enqueue(op)
+      if let deadline, !ops[op]!.state.isTerminal {
+        armDeadline(of: op, at: min(now + deadline, queues[target].groupDeadline ?? .max))
+      }
+      return .done
+    case .addChild(let op, let group, let priority, let body):
+      guard let queue = ops[group]?.groupQueue, ops[op] == nil, validCaptures(body) else { return .skip }
+      create(op, queue: queue, priority: priority, body: body)
+      enqueue(op)
+      return .done
     case .add(let op, let queue, let priority, let body):
-      guard isLive(queue: queue), ops[op] == nil, validCaptures(body) else { return .skip }
+      guard isBase(queue), isLive(queue: queue), ops[op] == nil, validCaptures(body) else { return .skip }
       create(op, queue: queue, priority: priority, body: body)
       enqueue(op)
       return .done
     case .addAfter(let op, let queue, let priority, let inputs, let body):
-      guard isLive(queue: queue), ops[op] == nil, validCaptures(body), !inputs.isEmpty,
+      guard isBase(queue), isLive(queue: queue), ops[op] == nil, validCaptures(body), !inputs.isEmpty,
         inputs.allSatisfy({ handleHeld($0) && ops[$0]?.isBarrier == false })
       else { return .skip }
       create(op, queue: queue, priority: priority, body: body)
@@ -475,7 +528,8 @@ struct ReferenceModel: Sendable {
       enqueue(op)
       return .done
     case .batch(let queue, let prepared, let dependencies):
-      guard isLive(queue: queue), !prepared.isEmpty, prepared.allSatisfy({ ops[$0.op] == nil }),
+      guard isBase(queue), isLive(queue: queue), !prepared.isEmpty,
+        prepared.allSatisfy({ ops[$0.op] == nil }),
         prepared.allSatisfy({ validCaptures($0.body) })
       else { return .skip }
       for spec in prepared { create(spec.op, queue: queue, priority: spec.priority, body: spec.body) }
@@ -490,7 +544,7 @@ struct ReferenceModel: Sendable {
       for spec in prepared { enqueue(spec.op) }
       return .done
     case .barrier(let op, let queue, let body):
-      guard isLive(queue: queue), ops[op] == nil else { return .skip }
+      guard isBase(queue), isLive(queue: queue), ops[op] == nil else { return .skip }
       var body = body
       body.capturesQueue = nil
       body.handlerCapturesQueue = nil
@@ -516,7 +570,7 @@ struct ReferenceModel: Sendable {
       journal.append(.edgeRemoved(dependent: dependent, dependency: dependency, step: self.step))
       return .done
     case .addAgain(let op, let queue):
-      guard handleHeld(op), isLive(queue: queue) else { return .skip }
+      guard handleHeld(op), isBase(queue), isLive(queue: queue) else { return .skip }
       return .refused(.alreadyEnqueued)
     case .cancel(let op):
       guard handleHeld(op) else { return .skip }
@@ -572,7 +626,7 @@ struct ReferenceModel: Sendable {
       ops[op]!.handleHeld = false
       return .done
     case .releaseQueue(let queue):
-      guard isLive(queue: queue) else { return .skip }
+      guard isBase(queue), isLive(queue: queue) else { return .skip }
       if queues[queue].suspended {
         // Released while suspended: its deinit cancels what waits in it, and its paused bodies.
         // Only when nothing that is still running or waiting holds its owner (else it is the
@@ -615,7 +669,8 @@ struct ReferenceModel: Sendable {
       for op in unfinished(in: queue) { resume(op) }
       return .done
     case .addTimed(let op, let queue, let priority, let deadline, let timeout, let body):
-      guard isLive(queue: queue), ops[op] == nil, validCaptures(body), deadline != nil || timeout != nil,
+      guard isBase(queue), isLive(queue: queue), ops[op] == nil, validCaptures(body),
+        deadline != nil || timeout != nil,
         (timeout ?? 1) > 0
       else { return .skip }
       create(op, queue: queue, priority: priority, body: body)
@@ -635,7 +690,8 @@ struct ReferenceModel: Sendable {
       advanceClock(to: target)
       return .done
     case .setLimiters(let queue, let limiters):
-      guard isLive(queue: queue), limiters.allSatisfy({ $0 >= 0 && $0 < limiterSpecs.count }) else {
+      guard isBase(queue), isLive(queue: queue), limiters.allSatisfy({ $0 >= 0 && $0 < limiterSpecs.count })
+      else {
         return .skip
       }
       var listed: [Int] = []
@@ -654,7 +710,9 @@ struct ReferenceModel: Sendable {
       }
       return .done
     case .addCosted(let op, let queue, let priority, let cost, let body):
-      guard isLive(queue: queue), ops[op] == nil, validCaptures(body), cost >= 0 else { return .skip }
+      guard isBase(queue), isLive(queue: queue), ops[op] == nil, validCaptures(body), cost >= 0 else {
+        return .skip
+      }
       create(op, queue: queue, priority: priority, body: body)
       ops[op]!.cost = cost
       enqueue(op)
@@ -665,7 +723,7 @@ struct ReferenceModel: Sendable {
       limiterSchedules[limiter].penalize(until: Int64(now + seconds) * Self.second)
       return .done
     case .addExclusive(let op, let queue, let priority, let keys, let shared, let body):
-      guard isLive(queue: queue), ops[op] == nil, validCaptures(body) else { return .skip }
+      guard isBase(queue), isLive(queue: queue), ops[op] == nil, validCaptures(body) else { return .skip }
       create(op, queue: queue, priority: priority, body: body)
       ops[op]!.locks = Set(keys.map { ModelLock(domain: shared ? -1 : queue, key: $0) }).sorted()
       if !ops[op]!.locks.isEmpty {
@@ -675,7 +733,7 @@ struct ReferenceModel: Sendable {
       enqueue(op)
       return .done
     case .addRetrying(let op, let queue, let priority, let retry, let body):
-      guard isLive(queue: queue), ops[op] == nil, validCaptures(body), retry.attempts >= 1,
+      guard isBase(queue), isLive(queue: queue), ops[op] == nil, validCaptures(body), retry.attempts >= 1,
         retry.backoff >= 0,
         (retry.timeout ?? 1) > 0
       else { return .skip }
@@ -687,7 +745,7 @@ struct ReferenceModel: Sendable {
       return .done
     case .addConditional(
       let op, let queue, let priority, let answers, let keys, let deadline, let body, let produced):
-      guard isLive(queue: queue), ops[op] == nil, validCaptures(body),
+      guard isBase(queue), isLive(queue: queue), ops[op] == nil, validCaptures(body),
         answers.allSatisfy({ (0...5).contains($0) }),
         produced.map({ ops[$0.op] == nil && $0.op != op && validCaptures($0.body) }) ?? true
       else { return .skip }
@@ -712,7 +770,7 @@ struct ReferenceModel: Sendable {
       if let produced { enqueue(produced.op) }
       return .done
     case .addCoalesced(let op, let work, let queue, let priority, let key, let body):
-      guard isLive(queue: queue), ops[op] == nil else { return .skip }
+      guard isBase(queue), isLive(queue: queue), ops[op] == nil else { return .skip }
       let leader: Int
       if let existing = unfinished(in: queue).first(where: { ops[$0]!.key == key }) {
         leader = existing
@@ -737,8 +795,11 @@ struct ReferenceModel: Sendable {
   }
 
   private func validCaptures(_ body: BodySpec) -> Bool {
-    body.captures.allSatisfy { isLive(queue: $0) }
+    body.captures.allSatisfy { isBase($0) && isLive(queue: $0) }
   }
+
+  /// Whether `queue` is one the script made (not a group's).
+  func isBase(_ queue: Int) -> Bool { queue < baseQueueCount }
 
   /// The queue's unfinished ops (followers are in no queue), in submission order.
   private func unfinished(in queue: Int) -> [Int] {
@@ -763,6 +824,15 @@ struct ReferenceModel: Sendable {
       let barriers = queues[queue].barriers.filter { !ops[$0]!.state.isTerminal }
       ops[op]!.barrierDependencies = barriers
       for barrier in barriers { journal.append(.edge(dependent: op, dependency: barrier, step: step)) }
+    }
+    if let group = queues[queue].groupOp {
+      // One refused after the group ended is not its child.
+      if queues[queue].admission != 2 { journal.append(.groupChild(op: op, group: group, step: step)) }
+      switch queues[queue].admission {
+      case 2: end(op, as: .failed)  // ActorQueueError.groupEnded
+      case 1: cancel(op)
+      default: if let deadline = queues[queue].groupDeadline { armDeadline(of: op, at: deadline) }
+      }
     }
   }
 
@@ -802,7 +872,7 @@ struct ReferenceModel: Sendable {
     var stack = [op]
     var seen: Set<Int> = [op]
     while let current = stack.popLast() {
-      for next in ops[current]!.allDependencies where !ops[next]!.state.isTerminal {
+      for next in ops[current]!.allDependencies + children(of: current) where !ops[next]!.state.isTerminal {
         if next == other { return true }
         if seen.insert(next).inserted { stack.append(next) }
       }
@@ -838,7 +908,7 @@ struct ReferenceModel: Sendable {
       }
       // The first member's wait for the second is the refused edge.
       let next = ops[(position + 1) % ops.count]
-      if position > 0, !model.allDependencies.contains(next) {
+      if position > 0, !model.allDependencies.contains(next), !children(of: op).contains(next) {
         return "the cycle \(path) is not real: op\(op) does not wait for op\(next)"
       }
     }
@@ -858,6 +928,7 @@ struct ReferenceModel: Sendable {
       return
     }
     ops[op]!.cancelRequested = true
+    if let queue = ops[op]!.groupQueue, ops[op]!.state == .executing { pendingGroupCancels.append(queue) }
     if ops[op]!.state == .waiting {
       if ops[op]!.enqueued { journal.append(.cancelledWhileWaiting(op: op, step: step)) }
       end(op, as: .cancelled)
@@ -1011,6 +1082,7 @@ struct ReferenceModel: Sendable {
       return true
     }
     ops[op]!.timedOut = true
+    if let queue = model.groupQueue { pendingGroupCancels.append(queue) }
     if model.pausedInBody && !model.threw {
       // As cancel(): its checkpoint throws; it runs to its end holding no slot.
       ops[op]!.threw = true
@@ -1073,6 +1145,7 @@ struct ReferenceModel: Sendable {
       ops[current]!.timeoutAt = nil
       ops[current]!.backoffAt = nil
       let outcome = ops[current]!.state
+      if outcome == .failed { noteChildFailure(current) }
       for follower in ops[current]!.followers where !ops[follower]!.state.isTerminal {
         ops[follower]!.state = outcome
         if outcome == .cancelled { ops[follower]!.cancelRequested = true }
@@ -1105,6 +1178,7 @@ struct ReferenceModel: Sendable {
   private mutating func settle() {
     endLocks()
     repeat {
+      cancelSiblings()
       startWhatMayStart()
       endLocks()
       // Heads found with a cost their limiters never grant end, and what follows them may start.
@@ -1117,7 +1191,7 @@ struct ReferenceModel: Sendable {
         startWhatMayStart()
         endLocks()
       }
-    } while releaseUnkept()
+    } while releaseUnkept() || groupBodiesAct()
     noteMovable()
   }
 
@@ -1237,6 +1311,15 @@ struct ReferenceModel: Sendable {
     } else {
       ops[index]!.state = .executing
       if ops[index]!.startedAt == nil { ops[index]!.startedAt = now }
+      if let limit = ops[index]!.groupLimit, ops[index]!.groupQueue == nil {
+        // Its body makes its queue, on its clock and with the earlier of the deadlines.
+        var made = Queue(limit: limit)
+        made.groupOp = index
+        made.groupDeadline = ops[index]!.deadline
+        ops[index]!.groupQueue = queues.count
+        journal.append(.queue(queues.count, limit: limit == .max ? -1 : limit))
+        queues.append(made)
+      }
       ops[index]!.attempt += 1
       if ops[index]!.answers != nil {
         // Nothing holds it any more (its queue let go of it): it ends `.cancelled`, unevaluated.
@@ -1527,7 +1610,7 @@ struct ReferenceModel: Sendable {
   }
 
   private func canMove(_ op: Op) -> Bool {
-    guard op.state == .executing else { return false }
+    guard op.state == .executing, !op.built else { return false }
     if op.evaluating { return op.holdsSlot && op.evaluationOpen }
     return op.threw || (op.holdsSlot && op.opens > op.stage)
   }
@@ -1559,16 +1642,14 @@ struct ReferenceModel: Sendable {
     } else if model.threw {
       // It rethrows what its checkpoint threw: a timeout fails it.
       let outcome: ModelState = model.timedOut ? .failed : .cancelled
-      move = BodyMove(op: op, permits: 1, reachesCheckpoint: false, result: .ended(outcome))
-      end(op, as: outcome)
+      move = BodyMove(op: op, permits: 1, reachesCheckpoint: false, result: endBody(op, outcome))
     } else if model.stage < model.body.checkpoints {
       ops[op]!.stage += 1
       if model.timedOut {
         // Its checkpoint throws (its task was cancelled): an execution timeout may be retried.
         move = BodyMove(op: op, permits: 2, reachesCheckpoint: true, result: endAttempt(op, .failed))
       } else if model.cancelRequested {
-        move = BodyMove(op: op, permits: 2, reachesCheckpoint: true, result: .ended(.cancelled))
-        end(op, as: .cancelled)
+        move = BodyMove(op: op, permits: 2, reachesCheckpoint: true, result: endBody(op, .cancelled))
       } else if model.pauseHeld || model.excessPaused {
         ops[op]!.holdsSlot = false
         ops[op]!.pauses += 1
@@ -1662,9 +1743,92 @@ struct ReferenceModel: Sendable {
     ops[op]!.backoffAt = seconds > 0 ? now + seconds : nil
   }
 
+  // MARK: Groups
+
+  /// The unfinished children a group op waits for (none once its queue took its last).
+  private func children(of op: Int) -> [Int] {
+    guard let queue = ops[op]!.groupQueue, queues[queue].admission != 2, !ops[op]!.state.isTerminal else {
+      return []
+    }
+    return unfinished(in: queue)
+  }
+
+  /// `op` ended `.failed`: a child of a group that lists failures counts, and under
+  /// `cancelSiblings` its first failure cancels the others, and later ones as they come.
+  private mutating func noteChildFailure(_ op: Int) {
+    let queue = ops[op]!.queue
+    guard ops[op]!.enqueued, queue < queues.count, let group = queues[queue].groupOp,
+      queues[queue].admission != 2, ops[group]!.groupPolicy != 2
+    else { return }
+    queues[queue].childFailed = true
+    if ops[group]!.groupPolicy == 0, queues[queue].admission == 0 {
+      queues[queue].admission = 1
+      pendingSiblingCancels.append(queue)
+    }
+  }
+
+  /// The scheduler's walks that cancel the siblings of a failed child, in the event of the failure.
+  private mutating func cancelSiblings() {
+    while !pendingSiblingCancels.isEmpty {
+      let queue = pendingSiblingCancels.removeFirst()
+      for op in unfinished(in: queue) { cancel(op) }
+    }
+  }
+
+  /// What group bodies do after the events of the step, each an event of its own (its starts
+  /// decided before the next): a cancelled group's body cancels its children (then every pending
+  /// cancellation is done); a group whose build ended and whose queue has no unfinished child left
+  /// takes none from then on and ends (the lowest op number first). Returns whether one acted.
+  private mutating func groupBodiesAct() -> Bool {
+    if !pendingGroupCancels.isEmpty {
+      while !pendingGroupCancels.isEmpty {
+        let queue = pendingGroupCancels.removeFirst()
+        guard queues[queue].admission != 2 else { continue }
+        queues[queue].admission = 1
+        for op in unfinished(in: queue) { cancel(op) }
+      }
+      return true
+    }
+    guard
+      let group = sortedOpIndices.first(where: { op in
+        let model = ops[op]!
+        return model.built && !model.state.isTerminal && unfinished(in: model.groupQueue!).isEmpty
+      })
+    else { return false }
+    let model = ops[group]!
+    queues[model.groupQueue!].admission = 2
+    // Its body: a cancelled task throws `CancellationError` (a timed-out one fails with its
+    // timeout), then build's error, then the children's.
+    let outcome: ModelState =
+      model.timedOut
+      ? .failed
+      : model.cancelRequested
+        ? .cancelled
+        : model.buildThrew || (model.groupPolicy != 2 && queues[model.groupQueue!].childFailed)
+          ? .failed : .finished
+    end(group, as: outcome)
+    return true
+  }
+
   /// `op`'s attempt ended so: the op ends, or (a failure its retry policy retries) is rescheduled.
+  /// `op`'s body ended so, no retry possible (a paused body's checkpoint threw, or it was
+  /// cancelled at one): the op ends, or, a group's build, waits for its children.
+  private mutating func endBody(_ op: Int, _ outcome: ModelState) -> BodyMove.Result {
+    if ops[op]!.groupLimit != nil { return endAttempt(op, outcome) }
+    end(op, as: outcome)
+    return .ended(outcome)
+  }
+
   private mutating func endAttempt(_ op: Int, _ outcome: ModelState) -> BodyMove.Result {
     let model = ops[op]!
+    if model.groupLimit != nil {
+      // A group's build: the group ends once its children have (see `groupBodiesAct`).
+      ops[op]!.built = true
+      ops[op]!.buildThrew = outcome != .finished
+      if outcome != .finished, let queue = model.groupQueue { pendingGroupCancels.append(queue) }
+      settle()
+      return ops[op]!.state.isTerminal ? .ended(ops[op]!.state) : .built
+    }
     if outcome == .failed, let retry = model.retry, model.attempt < retry.attempts, !model.cancelRequested,
       model.timerActed != true, model.deadline.map({ now + retry.backoff < $0 }) ?? true,
       !queues[model.queue].releasedSuspended

@@ -140,9 +140,25 @@ enum Step: Codable, Sendable, Hashable, CustomStringConvertible {
   case addConditional(
     op: Int, queue: Int, priority: Int, answers: [Int], keys: [Int], deadline: Int?, body: BodySpec,
     produced: ProducedSpec? = nil)
+  /// `op = (inGroup's queue, or queue).addOperationGroup(priority:, traits: [.deadline(in:)],
+  /// maxConcurrentOperationCount: limit, onChildFailure: policy) { group in body }`: its body is the
+  /// build closure (it adds no child itself; `addChild` steps do). Policy by ``GroupPolicyCode``.
+  /// Its queue is the model's next queue index once it starts.
+  case addGroup(
+    op: Int, queue: Int, inGroup: Int?, priority: Int, limit: Int, policy: Int, deadline: Int?, body: BodySpec
+  )
+  /// `op = group.queue.addOperation(priority:) { body }` of the group op `group` (once it started).
+  case addChild(op: Int, group: Int, priority: Int, body: BodySpec)
 
   var description: String {
     switch self {
+    case .addGroup(
+      let op, let queue, let inGroup, let priority, let limit, let policy, let deadline, let body):
+      "op\(op) = \(inGroup.map { "group op\($0)" } ?? "q\(queue)").addOperationGroup(priority: \(priority.priorityName), "
+        + (deadline.map { "traits: [.deadline(in: \($0) s)], " } ?? "")
+        + "limit: \(limit), onChildFailure: \(GroupPolicyCode.policy(policy))) { \(body) }"
+    case .addChild(let op, let group, let priority, let body):
+      "op\(op) = group op\(group).queue.addOperation(priority: \(priority.priorityName)) { \(body) }"
     case .setLimiters(let queue, let limiters):
       "q\(queue).rateLimiters = [" + limiters.map { "l\($0)" }.joined(separator: ", ") + "]"
     case .addCosted(let op, let queue, let priority, let cost, let body):
@@ -310,6 +326,13 @@ enum ConditionCode {
     (keys.isEmpty ? [] : [.exclusive(keys.map { scriptKeys[$0] })])
       + timeTraits(deadline: deadline, timeout: nil)
       + [.condition(condition)]
+  }
+}
+
+/// The failure policies of `addGroup` steps, by code: 0 cancel siblings, 1 collect all, 2 ignore.
+enum GroupPolicyCode {
+  static func policy(_ code: Int) -> GroupFailurePolicy {
+    [GroupFailurePolicy.cancelSiblings, .collectAll, .ignore][code]
   }
 }
 

@@ -46,9 +46,17 @@ struct ScriptGenerator: Sendable {
       let live = (0..<queueCount).filter { !released.contains($0) }
       return live.isEmpty ? 0 : random.pick(live)
     }
+    /// Group ops added so far: children go to one of the latest, and whole-queue steps now and
+    /// then act on a group's queue (the model's indices after the script's queues, in the order
+    /// the groups start; a step naming one that never started is skipped).
+    var groups: [Int] = []
+    func anyQueue(_ random: inout SplitMix64) -> Int {
+      groups.isEmpty || !random.chance(20)
+        ? liveQueue(&random) : queueCount + random.below(min(groups.count, 2))
+    }
 
     while steps.count < count {
-      var roll = random.below(200)
+      var roll = random.below(224)
       if keyHeavy, roll < 18 { roll = 158 }
       if rateHeavy, roll < 18 { roll = 178 }
       switch roll {
@@ -109,11 +117,11 @@ struct ScriptGenerator: Sendable {
         guard let op = anyOp(&random) else { continue }
         steps.append(.cancel(op: op))
       case 60..<63:
-        steps.append(.cancelAll(queue: liveQueue(&random)))
+        steps.append(.cancelAll(queue: anyQueue(&random)))
       case 63..<68:
-        steps.append(.setLimit(queue: liveQueue(&random), limit: random.pick([-1, 1, 1, 2, 3])))
+        steps.append(.setLimit(queue: anyQueue(&random), limit: random.pick([-1, 1, 1, 2, 3])))
       case 68..<75:
-        steps.append(.setSuspended(queue: liveQueue(&random), suspended: random.chance(55)))
+        steps.append(.setSuspended(queue: anyQueue(&random), suspended: random.chance(55)))
       case 75..<79:
         guard let op = anyOp(&random) else { continue }
         steps.append(.setPriority(op: op, priority: random.below(5)))
@@ -152,9 +160,9 @@ struct ScriptGenerator: Sendable {
         guard let op = random.chance(60) ? recentOp(&random) : anyOp(&random) else { continue }
         steps.append(.resume(op: op))
       case 116..<118:
-        steps.append(.pauseAll(queue: liveQueue(&random)))
+        steps.append(.pauseAll(queue: anyQueue(&random)))
       case 118..<120:
-        steps.append(.resumeAll(queue: liveQueue(&random)))
+        steps.append(.resumeAll(queue: anyQueue(&random)))
       case 120..<127:
         // Often raise the limit first, so that more ops execute, then lower it pausing the excess
         // and let some of that queue's latest bodies reach a checkpoint while asked to pause.
@@ -238,6 +246,38 @@ struct ScriptGenerator: Sendable {
         }
         if random.chance(50) { steps.append(.open(op: nextOp)) }
         nextOp += produced == nil ? 1 : 2
+      case 200..<208:
+        // A group: its own limit and policy, sometimes a deadline, sometimes inside the latest
+        // group; its build often opened at once; a child or two added right away.
+        let queue = liveQueue(&random)
+        let inGroup = !groups.isEmpty && random.chance(25) ? groups.last : nil
+        steps.append(
+          .addGroup(
+            op: nextOp, queue: queue, inGroup: inGroup, priority: random.below(5),
+            limit: random.pick([1, 1, 2, 3, -1]), policy: random.pick([0, 0, 1, 2]),
+            deadline: random.chance(20) ? 1 + random.below(4) : nil, body: body(&random, queues: queueCount)))
+        ops.append((nextOp, queue, false))
+        groups.append(nextOp)
+        let group = nextOp
+        nextOp += 1
+        if random.chance(50) { steps.append(.open(op: group)) }
+        for _ in 0..<random.below(3) {
+          steps.append(
+            .addChild(
+              op: nextOp, group: group, priority: random.below(5), body: body(&random, queues: queueCount)))
+          ops.append((nextOp, queue, false))
+          nextOp += 1
+        }
+      case 208..<224:
+        // A child of one of the latest groups (refused once that group ended).
+        guard !groups.isEmpty else { continue }
+        let group = random.pick(Array(groups.suffix(3)))
+        steps.append(
+          .addChild(
+            op: nextOp, group: group, priority: random.below(5), body: body(&random, queues: queueCount)))
+        ops.append((nextOp, 0, false))
+        if random.chance(40) { steps.append(.open(op: nextOp)) }
+        nextOp += 1
       default:
         steps.append(.advance(seconds: 1 + random.below(2)))
       }

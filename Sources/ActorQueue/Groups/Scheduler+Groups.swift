@@ -45,13 +45,13 @@ extension Scheduler {
     let parent = operations[index].queue
     let deadline =
       operations[index].timeSlot >= 0 ? timeStates[Int(operations[index].timeSlot)].deadline : nil
-    let outer = queues[parent].group
+    let outer = groupRecords[parent]
     let reference = createQueue(
       name: name, limit: limit, taskPriority: nil, clock: QueueClock(id: queues[parent].clock))
     queues[reference.index].taskPriority = queues[parent].taskPriority
     queues[reference.index].taskExecutor = queues[parent].taskExecutor
     queues[reference.index].isGroup = true
-    queues[reference.index].group = GroupRecord(
+    groupRecords[reference.index] = GroupRecord(
       operation: index, operationID: operations[index].id, policy: policy, deadline: deadline,
       domainQueue: outer?.domainQueue ?? parent,
       domainGeneration: outer?.domainGeneration ?? queues[parent].generation)
@@ -62,12 +62,12 @@ extension Scheduler {
   /// The group's queue takes no child from now on if it has none unfinished: returns the
   /// children that failed (moved out, released by the caller). `nil`: some child is unfinished.
   mutating func sealGroup(_ queue: Int) -> [GroupFailedError.Failure]? {
-    guard queues[queue].unfinishedCount == 0, var group = queues[queue].group else { return nil }
+    guard queues[queue].unfinishedCount == 0, var group = groupRecords[queue] else { return nil }
     if group.admission != .ended { liveGroups -= 1 }
     group.admission = .ended
     let failures = group.failures
     group.failures = []
-    queues[queue].group = group
+    groupRecords[queue] = group
     return failures
   }
 
@@ -76,10 +76,10 @@ extension Scheduler {
   mutating func cancelGroupChildren(
     _ reference: QueueReference, now: () -> SchedulerInstant, _ effects: inout Effects
   ) {
-    guard isLive(reference), let group = queues[reference.index].group, group.admission != .ended else {
+    guard isLive(reference), let group = groupRecords[reference.index], group.admission != .ended else {
       return
     }
-    queues[reference.index].group!.admission = .cancelling
+    groupRecords[reference.index]!.admission = .cancelling
     cancelAll(in: reference.index, now: now, &effects)
   }
 
@@ -94,7 +94,7 @@ extension Scheduler {
   /// Checks a batch being added to a group's queue: refused once the group ended, or when one of
   /// them waits for the group (which will wait for it). Nothing changes then.
   func checkGroupAdmission(of handles: [Handle], to queue: Int) throws(ActorQueueError) {
-    guard let group = queues[queue].group else { return }
+    guard let group = groupRecords[queue] else { return }
     if group.admission == .ended { throw .groupEnded }
     for handle in handles {
       if let cycle = cycle(closedBy: handle.recordIndex, group.operation) { throw cycleError(cycle) }
@@ -109,7 +109,7 @@ extension Scheduler {
     -> Bool
   {
     // Fields read in place: a copy of the record would retain its list of failures.
-    switch queues[queue].group!.admission {
+    switch groupRecords[queue]!.admission {
     case .ended:
       terminate(index, as: .failed, error: ActorQueueError.groupEnded, &effects)
       return false
@@ -118,13 +118,13 @@ extension Scheduler {
       return false
     case .open:
       if !operations[index].dependencies.isEmpty,
-        let cycle = cycle(closedBy: index, queues[queue].group!.operation)
+        let cycle = cycle(closedBy: index, groupRecords[queue]!.operation)
       {
         terminate(index, as: .failed, error: cycleError(cycle), &effects)
         return false
       }
       // One with time state arms its deadline in `enqueue`, the earlier of its own and this.
-      if queues[queue].group!.deadline != nil, operations[index].timeSlot < 0 {
+      if groupRecords[queue]!.deadline != nil, operations[index].timeSlot < 0 {
         armDeadline(of: index, on: queue, TimeTraits(), now: now)
       }
       return true
@@ -137,15 +137,15 @@ extension Scheduler {
   /// later is cancelled as it is added).
   @inline(never)
   mutating func noteChildFailure(_ index: Int, in queue: Int, _ effects: inout Effects) {
-    guard queues[queue].group!.policy != .ignore, queues[queue].group!.admission != .ended else { return }
-    queues[queue].group!.failures.append(
+    guard groupRecords[queue]!.policy != .ignore, groupRecords[queue]!.admission != .ended else { return }
+    groupRecords[queue]!.failures.append(
       GroupFailedError.Failure(
         id: operations[index].id, name: operations[index].name,
         error: operations[index].failure ?? cancellationError))
-    guard queues[queue].group!.policy == .cancelSiblings, queues[queue].group!.admission == .open else {
+    guard groupRecords[queue]!.policy == .cancelSiblings, groupRecords[queue]!.admission == .open else {
       return
     }
-    queues[queue].group!.admission = .cancelling
+    groupRecords[queue]!.admission = .cancelling
     addWalk(.cancel, in: queue)
   }
 
@@ -153,14 +153,14 @@ extension Scheduler {
   /// for `operation`: the group's operation waits for each of its children.
   func groupOperation(waitingFor index: Int) -> Int? {
     let queue = operations[index].queue
-    guard queue >= 0, queues[queue].isGroup, queues[queue].group!.admission != .ended else { return nil }
-    return queues[queue].group!.operation
+    guard queue >= 0, queues[queue].isGroup, groupRecords[queue]!.admission != .ended else { return nil }
+    return groupRecords[queue]!.operation
   }
 
   /// The queue whose exclusivity domain `queue`'s operations name by default: its own, or, for a
   /// group's queue, the one its outermost group belongs to.
   func domainGeneration(of queue: Int) -> UInt64 {
-    queues[queue].isGroup ? queues[queue].group!.domainGeneration : queues[queue].generation
+    queues[queue].isGroup ? groupRecords[queue]!.domainGeneration : queues[queue].generation
   }
 
   /// Whether lock `id` is held by a group that `queue` (a group's) is inside: then a child's key
@@ -170,7 +170,7 @@ extension Scheduler {
     let holder = lockStates[slot].holder
     guard holder >= 0 else { return false }
     var queue = queue
-    while let group = queues[queue].group {
+    while let group = groupRecords[queue] {
       if group.operation == holder { return true }
       queue = operations[group.operation].queue
       guard queue >= 0 else { return false }

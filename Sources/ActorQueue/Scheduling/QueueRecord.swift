@@ -77,10 +77,9 @@ struct QueueRecord: Sendable {
   /// recently started first (a list threaded through their records; -1: none): what limit
   /// changes look at, so they cost what executes, not the whole backlog.
   var firstStarted = -1
-  /// It is an operation group's queue (``group``): one flag for the paths every add takes.
+  /// It is an operation group's queue (``OperationGroup/queue``), whose group is in
+  /// `Scheduler.groupRecords`: one flag for the paths every add and end take.
   var isGroup = false
-  /// Its group, if it is a group's queue (``OperationGroup/queue``).
-  var group: GroupRecord?
 
   /// Leaves the list of queues the current event changed; returns the next one there.
   mutating func untouch() -> Int {

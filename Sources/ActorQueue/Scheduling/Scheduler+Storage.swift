@@ -234,6 +234,10 @@ extension Scheduler {
     for subscriber in queues[queue].subscribers { subscriber.finish(effects: &effects) }
     effects.garbage.releaseLater(queues[queue].subscribers)
     if let executor = queues[queue].taskExecutor { effects.garbage.releaseLater(executor) }
+    if queues[queue].isGroup, let group = groupRecords.removeValue(forKey: queue) {
+      if group.admission != .ended { liveGroups -= 1 }
+      effects.garbage.releaseLater(group.failures)
+    }
     var freed = QueueRecord(generation: generation, isLive: false, machine: QueueStartRule(limit: 1))
     // It stays where it is in the list of queues this event changed, which `settle` walks.
     freed.isTouched = queues[queue].isTouched

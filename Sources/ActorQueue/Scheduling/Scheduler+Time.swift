@@ -97,7 +97,7 @@ extension Scheduler {
   mutating func armDeadline(
     of index: Int, on queue: Int, _ traits: TimeTraits, now: () -> SchedulerInstant
   ) {
-    let inherited = queues[queue].isGroup ? queues[queue].group!.deadline : nil
+    let inherited = queues[queue].isGroup ? groupRecords[queue]!.deadline : nil
     guard traits.hasDeadline || inherited != nil else { return }
     let clock = queues[queue].clock
     traits.checkClock(

@@ -116,6 +116,9 @@ struct Scheduler: Sendable {
   /// Groups whose queue takes children: while there are some, a cycle may close through a group,
   /// which waits for its children.
   var liveGroups = 0
+  /// The group of each group's queue, by queue index (kept out of the queue records, which every
+  /// add and end touch).
+  var groupRecords: [Int: GroupRecord] = [:]
   var freeQueues: [Int] = []
   var nextQueueGeneration: UInt64 = 0
   /// Submission order: one counter for all queues.

@@ -1017,13 +1017,17 @@ private final class RealRun {
       let queue = groups.withLock { $0[op]! }.queue
       if model.queues[modelQueue].admission > 0 {
         let refuses = await eventuallyFreed(within: .seconds(10)) {
-          Engine.read { $0.queues[queue.index].group.map { $0.admission != .open } ?? true }
+          Engine.read { $0.groupRecords[queue.index].map { $0.admission != .open } ?? true }
         }
         if !refuses { return "group op\(op) does not cancel its children, as the model does" }
       }
       if model.state(of: op)?.isTerminal == true, let id = ids[op] {
         await checker.wait { $0.latest[id]?.isTerminal == true }
       }
+    }
+    // A group's end may release its dependents in slices, on the group body's thread.
+    guard await eventuallyFreed(within: .seconds(10), { Engine.read { $0.callsInSlices } == 0 }) else {
+      return "a call done in slices did not return"
     }
     return nil
   }

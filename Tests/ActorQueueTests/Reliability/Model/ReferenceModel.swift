@@ -559,7 +559,9 @@ struct ReferenceModel: Sendable {
       queues[queue].barriers.append(op)
       return .done
     case .depend(let dependency):
-      guard handleHeld(dependency.dependent), handleHeld(dependency.dependency) else { return .skip }
+      guard handleHeld(dependency.dependent), handleHeld(dependency.dependency), !strandsGroup(dependency) else {
+        return .skip
+      }
       return addDependency(dependency)
     case .undepend(let dependent, let dependency):
       guard handleHeld(dependent), handleHeld(dependency) else { return .skip }
@@ -1744,6 +1746,37 @@ struct ReferenceModel: Sendable {
   }
 
   // MARK: Groups
+
+  /// Whether `edge` would make a child of an executing group wait, directly or not, for an op
+  /// outside the group that may yet need a slot: one the group may hold, which it gives back only
+  /// once that child has ended (the user's deadlock, as a body awaiting an op of its own serial
+  /// queue; the step is skipped, or nothing would end).
+  private func strandsGroup(_ edge: Dependency) -> Bool {
+    for (group, model) in ops where model.state == .executing && model.groupQueue != nil {
+      var inside: Set<Int> = [model.groupQueue!]
+      var queuesLeft = [model.groupQueue!]
+      while let queue = queuesLeft.popLast() {
+        for op in unfinished(in: queue) {
+          if let nested = ops[op]!.groupQueue, inside.insert(nested).inserted { queuesLeft.append(nested) }
+        }
+      }
+      var stack = inside.flatMap { unfinished(in: $0) }
+      var seen = Set(stack)
+      while let op = stack.popLast() {
+        let next = ops[op]!.allDependencies + (op == edge.dependent ? [edge.dependency] : [])
+        for dependency in next where ops[dependency].map({ !$0.state.isTerminal }) ?? false {
+          let waiting = ops[dependency]!
+          if !inside.contains(waiting.queue), dependency != group,
+            waiting.state == .waiting || waiting.retry != nil || waiting.answers != nil
+          {
+            return true
+          }
+          if seen.insert(dependency).inserted { stack.append(dependency) }
+        }
+      }
+    }
+    return false
+  }
 
   /// The unfinished children a group op waits for (none once its queue took its last).
   private func children(of op: Int) -> [Int] {

@@ -21,6 +21,7 @@ enum ScenarioName: String, CaseIterable, Sendable {
   case retry
   case exclusive
   case rate
+  case group
 
   var summary: String {
     switch self {
@@ -51,6 +52,8 @@ enum ScenarioName: String, CaseIterable, Sendable {
     case .rate:
       "a token bucket of 100/s, burst 10, on the system clock for 10 s: lateness of each start against a bare "
         + "Task.sleep; starts used; a polling bucket in front of OperationQueue"
+    case .group:
+      "a group of 10,000 trivial children at limit 4 against the same ops on a plain queue and a wait for all"
     }
   }
 }

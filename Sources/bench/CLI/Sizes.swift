@@ -21,6 +21,8 @@ struct Sizes: Sendable {
   var exclusive = 100_000
   /// Ops of the contended exclusivity variant (1,000 keys, 3 queues).
   var exclusiveContended = 30_000
+  /// Children of the group scenario's group (the size, also with --quick).
+  var group = 10_000
   /// Seconds of backlog behind the rate scenario's bucket (each system, each run).
   var rateSeconds = 10
   var transfers = 120

@@ -42,6 +42,9 @@ enum CountedWorkload: String, CaseIterable, Sendable {
   /// `independent-max4` through a rate limiter that never throttles (a token bucket of 10⁹ a
   /// second, burst 10⁶): what a limiter costs a start that has its permits.
   case rateLimitedMax4 = "rate-limited-max4"
+  /// One group whose build adds N trivial children at limit 4, awaited (the bench's `group` row;
+  /// `independent-max4` is its reference).
+  case groupMax4 = "group-max4"
   /// `independent-max4` with a condition on each operation that is satisfied at once: what a
   /// condition costs (its evaluation on the worker and the extra hold of the lock).
   case conditionMax4 = "condition-max4"
@@ -77,6 +80,8 @@ enum CountedWorkload: String, CaseIterable, Sendable {
         suspended: true)
     case .serialMax1Chain:
       _ = Exclusive.actorQueue(n: n, limit: 1, traits: nil, suspended: true)
+    case .groupMax4:
+      _ = GroupScenario.actorQueue(n: n)
     case .rateLimitedMax4:
       let limiter = RateLimiter.tokenBucket(permits: 1_000_000_000, per: .seconds(1), burst: 1_000_000)
       _ = Independent.actorQueue(n: n, limit: 4, limiters: [limiter])

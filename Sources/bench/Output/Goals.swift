@@ -143,6 +143,11 @@ func checkGoals(_ rows: inout [Row], sizes: Sizes) -> [GoalMeasurement] {
   ratioGoal(
     "exclusive", Exclusive.contendedVariant, versus: .taskPerOp, atLeast: 1 / 1.5,
     what: "1,000 keys over 3 queues (≤ 1.5x no keys)")
+  // Issue 32: a group of 10,000 trivial children costs at most 1.2x the same operations on a plain
+  // queue and a wait for all of them.
+  ratioGoal(
+    "group", GroupScenario.variant, versus: .taskPerOp, atLeast: 1 / 1.2,
+    what: "a group of 10,000 children (≤ 1.2x a plain queue and a wait)")
   // Issue 31: behind a token bucket on the system clock, starts come at most 2x as late (p99)
   // after their eligible instant as a bare Task.sleep wakes after its instant; never above
   // burst + rate · t; at least 98% of the permitted starts used (medians over the runs).

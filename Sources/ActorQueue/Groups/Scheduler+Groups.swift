@@ -96,7 +96,7 @@ extension Scheduler {
   func checkGroupAdmission(of handles: [Handle], to queue: Int) throws(ActorQueueError) {
     guard let group = groupRecords[queue] else { return }
     if group.admission == .ended { throw .groupEnded }
-    for handle in handles {
+    for handle in handles where !operations[handle.recordIndex].dependencies.isEmpty {
       if let cycle = cycle(closedBy: handle.recordIndex, group.operation) { throw cycleError(cycle) }
     }
   }

@@ -559,7 +559,8 @@ struct ReferenceModel: Sendable {
       queues[queue].barriers.append(op)
       return .done
     case .depend(let dependency):
-      guard handleHeld(dependency.dependent), handleHeld(dependency.dependency), !strandsGroup(dependency) else {
+      guard handleHeld(dependency.dependent), handleHeld(dependency.dependency), !strandsGroup(dependency)
+      else {
         return .skip
       }
       return addDependency(dependency)

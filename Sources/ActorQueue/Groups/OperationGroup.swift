@@ -155,8 +155,9 @@ extension ActorQueue {
   ///   ``ActorQueueError/dependencyCycle``. A child added after the group ended is refused with
   ///   ``ActorQueueError/groupEnded``.
   ///
-  /// Cost: a queue of its own and one more lock hold per group; each child costs what an
-  /// operation of a plain queue costs, less the idle start's shortcut.
+  /// Cost: a queue of its own (an actor and its record) and a few holds of the scheduler's lock
+  /// per group; each child costs what an operation of a plain queue costs, less the idle start's
+  /// shortcut.
   /// ProcedureKit's `GroupProcedure` and PSOperations' `GroupOperation`; Foundation has none.
   @discardableResult
   public nonisolated func addOperationGroup<Success: Sendable>(
@@ -173,11 +174,13 @@ extension ActorQueue {
     let operation = QueueOperation<Success>(name: name, priority: priority) {
       try await Self.runGroup(settings, build)
     }
-    // A time state, where the group's deadline, once armed, is kept for its children.
     operation.setTraits(traits)
-    Engine.mutate { [recordIndex = operation.recordIndex] in $0.modifyTime(of: recordIndex) { _ in } }
     let index = index
-    Engine.run { $0.submit(operation, to: index, now: Engine.now, &$1) }
+    Engine.run { scheduler, effects in
+      // A time state, where the group's deadline, once armed, is kept for its children.
+      scheduler.modifyTime(of: operation.recordIndex) { _ in }
+      scheduler.submit(operation, to: index, now: Engine.now, &effects)
+    }
     return operation
   }
 

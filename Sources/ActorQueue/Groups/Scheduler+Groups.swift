@@ -11,9 +11,8 @@ struct GroupRecord: Sendable {
     case ended
   }
 
-  /// The group's operation, which waits for every operation of this queue.
+  /// The group's operation (its record), which waits for every operation of this queue.
   let operation: Int
-  let operationID: OperationID
   let policy: GroupFailurePolicy
   var admission = Admission.open
   /// The children that failed, in the order they ended (none kept with ``GroupFailurePolicy/ignore``).
@@ -21,9 +20,8 @@ struct GroupRecord: Sendable {
   /// The earliest of the group's deadline and its enclosing groups', on the queue's clock: every
   /// child's deadline is at most this.
   let deadline: Int64?
-  /// The queue, not a group's, that the outermost group belongs to: its exclusivity domain is the
-  /// children's by default, and a key the group holds there is theirs too.
-  let domainQueue: Int
+  /// The generation of the queue, not a group's, that the outermost group belongs to: its
+  /// exclusivity domain is the children's by default.
   let domainGeneration: UInt64
 }
 
@@ -52,8 +50,7 @@ extension Scheduler {
     queues[reference.index].taskExecutor = queues[parent].taskExecutor
     queues[reference.index].isGroup = true
     groupRecords[reference.index] = GroupRecord(
-      operation: index, operationID: operations[index].id, policy: policy, deadline: deadline,
-      domainQueue: outer?.domainQueue ?? parent,
+      operation: index, policy: policy, deadline: deadline,
       domainGeneration: outer?.domainGeneration ?? queues[parent].generation)
     liveGroups += 1
     return (reference, index, operations[index].id)
@@ -149,8 +146,8 @@ extension Scheduler {
     addWalk(.cancel, in: queue)
   }
 
-  /// Whether a group's queue's child `index` (or what waits for it) waits, through its group,
-  /// for `operation`: the group's operation waits for each of its children.
+  /// The group operation that waits for `index`, a child of its queue: what the cycle search adds
+  /// to `index`'s dependents. `nil` when `index` is no group's child, or its group has ended.
   func groupOperation(waitingFor index: Int) -> Int? {
     let queue = operations[index].queue
     guard queue >= 0, queues[queue].isGroup, groupRecords[queue]!.admission != .ended else { return nil }

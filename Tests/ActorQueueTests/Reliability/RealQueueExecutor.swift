@@ -70,6 +70,7 @@ final class Permits: Sendable {
     var passed = 0
     var entered = 0
     var built = 0
+    var cancelled = false
     var asked: Bool?
     var onPause = 0
     var onResume = 0
@@ -129,6 +130,15 @@ final class Permits: Sendable {
 
   /// Times the body began to run.
   var entered: Int { state.withLock { $0.entered } }
+
+  /// Whether the body's task was cancelled (its cancellation handler ran).
+  var sawCancellation: Bool { state.withLock { $0.cancelled } }
+
+  /// The body's task was cancelled.
+  func noteCancelled() {
+    state.withLock { $0.cancelled = true }
+    onReport()
+  }
 
   /// The body began to run.
   func reportEntered() {
@@ -492,40 +502,53 @@ private final class RealRun {
     let misplaced = misplacedBodies
     let seen = LockedValue<String??>(nil)
     return {
-      _ = (token, capture)
-      if let condition, condition.lastAnswer != 0 {
-        misplaced.withLock {
-          $0.append("op\(op): its body ran, though its condition answered \(condition.lastAnswer)")
-        }
+      // Its task's cancellation, seen: one that another thread's call made (a group's body
+      // cancelling its children) reaches the task after that call's hold of the lock.
+      try await withTaskCancellationHandler {
+        try await Self.run(op, spec, failures, condition, permits, misplaced, seen, keeping: (token, capture))
+      } onCancel: {
+        permits.noteCancelled()
       }
-      permits.reportEntered()
-      if let problem = bodyRunsWhereItsQueueSays(seen) {
-        misplaced.withLock { $0.append("op\(op): \(problem)") }
-      }
-      await permits.take()
-      for _ in 0..<spec.checkpoints {
-        permits.noteAsked(ActorQueue.isPauseRequested)
-        do {
-          if spec.pauseHandlers {
-            try await ActorQueue.checkpoint(
-              onPause: { permits.notePause() }, onResume: { permits.noteResume() })
-          } else {
-            try await ActorQueue.checkpoint()
-          }
-        } catch {
-          await permits.take()  // ends in the model's order (see BodySpec)
-          throw error
-        }
-        permits.reportPassed()
-        await permits.take()
-      }
-      if let problem = bodyRunsWhereItsQueueSays(seen) {
-        misplaced.withLock { $0.append("op\(op): \(problem)") }
-      }
-      if spec.checksCancellation { try Task.checkCancellation() }
-      if spec.throwing || (ActorQueue.currentAttempt?.number ?? 1) <= failures { throw ScriptError(op: op) }
-      return op
     }
+  }
+
+  private static func run(
+    _ op: Int, _ spec: BodySpec, _ failures: Int, _ condition: ScriptCondition?, _ permits: Permits,
+    _ misplaced: LockedValue<[String]>, _ seen: LockedValue<String??>, keeping: (Token, QueueBox?)
+  ) async throws -> Int {
+    _ = keeping
+    if let condition, condition.lastAnswer != 0 {
+      misplaced.withLock {
+        $0.append("op\(op): its body ran, though its condition answered \(condition.lastAnswer)")
+      }
+    }
+    permits.reportEntered()
+    if let problem = bodyRunsWhereItsQueueSays(seen) {
+      misplaced.withLock { $0.append("op\(op): \(problem)") }
+    }
+    await permits.take()
+    for _ in 0..<spec.checkpoints {
+      permits.noteAsked(ActorQueue.isPauseRequested)
+      do {
+        if spec.pauseHandlers {
+          try await ActorQueue.checkpoint(
+            onPause: { permits.notePause() }, onResume: { permits.noteResume() })
+        } else {
+          try await ActorQueue.checkpoint()
+        }
+      } catch {
+        await permits.take()  // ends in the model's order (see BodySpec)
+        throw error
+      }
+      permits.reportPassed()
+      await permits.take()
+    }
+    if let problem = bodyRunsWhereItsQueueSays(seen) {
+      misplaced.withLock { $0.append("op\(op): \(problem)") }
+    }
+    if spec.checksCancellation { try Task.checkCancellation() }
+    if spec.throwing || (ActorQueue.currentAttempt?.number ?? 1) <= failures { throw ScriptError(op: op) }
+    return op
   }
 
   private func track(_ op: Int, _ operation: AnyQueueOperation, _ spec: BodySpec) {
@@ -893,6 +916,12 @@ private final class RealRun {
       }
       // Each wait also ends on what the model did not expect (the body passed, paused or ended
       // instead), so a disagreement is a failure that says so, not a hang.
+      if model.ops[move.op]!.cancelRequested || model.isTimedOut(move.op) {
+        // Its task is cancelled: by this thread's call, or by a group's body after its own.
+        guard await eventuallyFreed(within: .seconds(10), { permits.sawCancellation }) else {
+          return "op\(move.op) is cancelled, but its body's task never was"
+        }
+      }
       let before = permits.passed
       let builtBefore = permits.built
       let checkpoint = move.reachesCheckpoint

@@ -310,7 +310,8 @@ struct GroupTests {
       children.add(
         group.queue.addOperation(name: "running") {
           running.open()
-          try await Task.sleep(for: .seconds(3600))
+          await untilCancelled()
+          try Task.checkCancellation()
         })
       children.add(group.queue.addOperation(name: "waiting") {})
       await running.wait()

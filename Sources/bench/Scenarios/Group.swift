@@ -15,7 +15,8 @@ enum GroupScenario {
       [
         Contender(system: .operationQueue) { [operationQueue(n: n)] },
         Contender(system: .actorQueue) { [actorQueue(n: n)] },
-        Contender(system: .taskPerOp) { [plainQueue(n: n)] },
+        // The same operations on a plain queue of limit 4, and a wait: the independent row's.
+        Contender(system: .taskPerOp) { [Independent.actorQueue(n: n, limit: 4)] },
       ], metrics: 1, options: options)
     return makeRows(
       scenario: "group", variant: variant, metrics: ["time"], n: n, ops: n, samples: samples,
@@ -31,7 +32,7 @@ enum GroupScenario {
     blocking {
       let counter = Counter()
       let queue = ActorQueue()
-      let body: @Sendable () async -> Void = { counter.increment() }
+      let body = Workload.trivial.asynchronous(counter)
       let start = now()
       let group = queue.addOperationGroup(maxConcurrentOperationCount: 4) { group in
         for _ in 0..<n { group.queue.addOperation(body) }
@@ -40,21 +41,6 @@ enum GroupScenario {
       let elapsed = secondsSince(start)
       verify(
         group.state == .finished && counter.count == n, "the group ran \(counter.count) of \(n) children")
-      return elapsed
-    }
-  }
-
-  /// The same operations on a plain queue, and a wait for all of them.
-  static func plainQueue(n: Int) -> Double {
-    blocking {
-      let counter = Counter()
-      let queue = ActorQueue(maxConcurrentOperationCount: 4)
-      let body: @Sendable () async -> Void = { counter.increment() }
-      let start = now()
-      for _ in 0..<n { queue.addOperation(body) }
-      await queue.waitUntilAllOperationsAreFinished()
-      let elapsed = secondsSince(start)
-      verify(counter.count == n, "the plain queue ran \(counter.count) of \(n) ops")
       return elapsed
     }
   }

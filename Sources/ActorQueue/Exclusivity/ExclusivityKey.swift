@@ -23,7 +23,7 @@ public struct ExclusivityKey: Sendable, Hashable, CustomStringConvertible,
   /// The key named `name`.
   public init(_ name: String) {
     self.name = name
-    id = Self.intern(name)
+    id = Self.names.intern(name)
   }
 
   /// The key named by a string literal: `.exclusive("migration")`.
@@ -43,12 +43,20 @@ public struct ExclusivityKey: Sendable, Hashable, CustomStringConvertible,
   /// leaf, never held while taking the scheduler's).
   init(interned id: UInt64) {
     self.id = id
-    name = Self.names.withLock { $0.byID[Int(id) - 1] }
+    name = Self.names.name(of: id)
   }
 
-  private static let names = Mutex<(byName: [String: UInt64], byID: [String])>(([:], []))
+  private static let names = InternedNames()
+}
 
-  private static func intern(_ name: String) -> UInt64 {
+/// Names interned to numbers, 1 up, kept for the life of the process: what keys and tags are
+/// made of, so that the scheduler hashes and compares integers, never a user's strings. Its lock
+/// is a leaf: never held while taking the scheduler's (it may be taken under it).
+final class InternedNames: Sendable {
+  private let names = Mutex<(byName: [String: UInt64], byID: [String])>(([:], []))
+
+  /// The number of `name`, given it now if it has none.
+  func intern(_ name: String) -> UInt64 {
     names.withLock { names in
       if let id = names.byName[name] { return id }
       names.byID.append(name)
@@ -56,6 +64,11 @@ public struct ExclusivityKey: Sendable, Hashable, CustomStringConvertible,
       names.byName[name] = id
       return id
     }
+  }
+
+  /// The name numbered `id` (one `intern` returned).
+  func name(of id: UInt64) -> String {
+    names.withLock { $0.byID[Int(id) - 1] }
   }
 }
 

@@ -86,6 +86,8 @@ struct OperationRecord: Sendable {
   /// Its handle was deinitialised before it ended (it had been let go of): the record is freed
   /// at its end.
   var isHandleGone = false
+  /// It has tags (`Scheduler.operationTags`), until its record is freed.
+  var isTagged = false
   /// Its deadline's timer, a limit that passed, whether it has a `timeSlot`: empty for most
   /// operations (see `Scheduler+Time.swift`).
   var timeMarks: TimeMarks = []

@@ -173,6 +173,7 @@ extension Scheduler {
     // Its keys, its place among a key's waiters, its reservations: released, to be scanned.
     if operations[index].timeMarks.contains(.exclusive) { endExclusive(index) }
     if !costs.isEmpty { costs[index] = nil }
+    if operations[index].isTagged { unlistTags(of: index) }
     // Before it leaves its queue, whose clock it reads (a released queue's record is freed then).
     if !operations[index].timeMarks.isEmpty { endTimers(of: index, queue: queue, &effects) }
     var leftHandle: Handle?

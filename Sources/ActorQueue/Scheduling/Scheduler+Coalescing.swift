@@ -63,6 +63,8 @@ extension Scheduler {
         if let policy = folded.retry { beginRetries(of: index, policy) }
         // So do its keys.
         if !folded.exclusive.isEmpty { beginExclusive(index, folded.exclusive, on: queue) }
+        // And its tags.
+        setTags(folded.tags, of: index)
       }
       enqueue(shared, into: queue, now: now, &effects)
       leader = index
@@ -79,6 +81,7 @@ extension Scheduler {
       // A caller's deadline is its handle's: it ends that handle alone.
       setTraits(traits, of: follower)
       armDeadline(of: follower, on: queue, now: now)
+      if operations[follower].isTagged { listTags(of: follower, in: queue) }
     }
     operations[leader].extras!.followers.append(
       DependentEntry(index: follower, id: id, requiresSuccess: false))

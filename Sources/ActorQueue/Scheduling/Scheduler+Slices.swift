@@ -68,18 +68,21 @@ struct BulkWork: Sendable {
   var releases: [Release] = []
   var ends: [PendingEnd] = []
   var walks: [Walk] = []
+  /// Cancel-by-tag calls' operations still to cancel.
+  var tagCancels: [TagCancel] = []
   /// The queues this call changed while it had work left: they start nothing until it ends,
   /// when their starts are decided as if the call had been one event.
   var held: [QueueReference] = []
 
   /// Whether nothing is left to do but let the held queues start again.
-  var isDone: Bool { releases.isEmpty && ends.isEmpty && walks.isEmpty }
+  var isDone: Bool { releases.isEmpty && ends.isEmpty && walks.isEmpty && tagCancels.isEmpty }
 
   /// Adds `other`'s work (both callers' work is now this caller's).
   mutating func merge(_ other: consuming BulkWork) {
     releases += other.releases
     ends += other.ends
     walks += other.walks
+    tagCancels += other.tagCancels
     for queue in other.held where !held.contains(queue) { held.append(queue) }
   }
 }
@@ -134,7 +137,8 @@ extension Scheduler {
   }
 
   /// Does the bulk work left, until the slice's limit: releases and ends first (so that what a
-  /// walk's step ended has ended before the walk goes on), then the walks.
+  /// walk's step ended has ended before the walk goes on), then cancellations by tag, then the
+  /// walks.
   mutating func drainBulk(_ effects: inout Effects) {
     while sliceWork < sliceLimit {
       if !bulk.releases.isEmpty {
@@ -149,6 +153,8 @@ extension Scheduler {
         var work = bulk.ends
         bulk.ends = []
         finishEnds(&work, &effects)
+      } else if !bulk.tagCancels.isEmpty {
+        cancelSomeTagged(&effects)
       } else if let walk = bulk.walks.last {
         walkSome(walk, &effects)
       } else {

@@ -62,6 +62,7 @@ extension Scheduler {
     }
     operations[index].isLive = false
     freeOperations.append(index)
+    if operations[index].isTagged { forgetTags(of: index) }
     var garbage = Garbage()
     if operations[index].timeSlot >= 0 {
       // A prepared operation's traits: what of the user's they hold (a retry policy's closures,
@@ -111,6 +112,7 @@ extension Scheduler {
       "Internal inconsistency: operation record \(index) freed while not an ended operation of \(owner)")
     freeOperations.append(index)
     if operations[index].retrySlot >= 0 { freeRetrySlot(of: index) }
+    if operations[index].isTagged { forgetTags(of: index) }
     let (outcome, error) = operations[index].free()
     if let outcome { effects.garbage.releaseLater(outcome: outcome) }
     if let error { effects.garbage.releaseLater(error: error) }

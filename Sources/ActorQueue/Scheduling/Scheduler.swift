@@ -119,6 +119,10 @@ struct Scheduler: Sendable {
   /// The group of each group's queue, by queue index (kept out of the queue records, which every
   /// add and end touch).
   var groupRecords: [Int: GroupRecord] = [:]
+  /// The tags of each tagged operation (by record index), until its record is freed.
+  var operationTags: [Int: OperationTags] = [:]
+  /// Unfinished tagged operations: tag, then the queue they are indexed in, then record indices.
+  var taggedOperations: [UInt64: [Int: Set<Int>]] = [:]
   var freeQueues: [Int] = []
   var nextQueueGeneration: UInt64 = 0
   /// Submission order: one counter for all queues.

@@ -192,6 +192,8 @@ struct TimeTraits: Sendable {
   var cost: Int64?
   /// The `.condition` traits, in order, kept until the operation ends (evaluated at each start).
   var conditions: [any OperationCondition] = []
+  /// The `.tags` traits' tags, interned numbers without repeats, in the order first given.
+  var tags: [UInt64] = []
 
   init() {}
 
@@ -223,6 +225,8 @@ struct TimeTraits: Sendable {
         cost = permits
       case .condition(let box):
         conditions.append(box.condition)
+      case .tags(let given):
+        for tag in given where !tags.contains(tag.id) { tags.append(tag.id) }
       }
     }
   }

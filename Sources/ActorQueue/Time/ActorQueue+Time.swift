@@ -64,11 +64,23 @@ extension ActorQueue {
     as type: QueueOperation<Success>.Type
   ) -> QueueOperation<Success> {
     guard !traits.isEmpty else { return submit(name: name, priority: priority, work, as: type) }
-    if traits.count == 1, case .exclusive(let request) = traits[0].kind {
-      // Keys alone, the common case: nothing to fold, no clock to check.
+    if traits.count == 1 {
       let index = index
-      return submitNew(name: name, priority: priority, work, as: type) { scheduler, operation, effects in
-        scheduler.submitExclusive(operation, request, to: index, now: Engine.now, &effects)
+      switch traits[0].kind {
+      case .exclusive(let request):
+        // Keys alone, a common case: nothing to fold, no clock to check.
+        return submitNew(name: name, priority: priority, work, as: type) { scheduler, operation, effects in
+          scheduler.submitExclusive(operation, request, to: index, now: Engine.now, &effects)
+        }
+      case .tags(let tags):
+        // Tags alone, another: an idle queue still starts the operation in one step.
+        let ids = TimeTraits(traits).tags
+        guard !tags.isEmpty else { return submit(name: name, priority: priority, work, as: type) }
+        return submitNew(name: name, priority: priority, work, as: type) { scheduler, operation, effects in
+          scheduler.submitTagged(operation, ids, to: index, now: Engine.now, &effects)
+        }
+      default:
+        break
       }
     }
     let time = TimeTraits(traits)
@@ -181,6 +193,7 @@ extension Scheduler {
       $0.traits.add(traits)
       $0.produced += produced
     }
+    if let tags = time(of: index)?.traits.tags, !tags.isEmpty { setTags(tags, of: index) }
     guard operations[index].external != nil, let time = time(of: index) else { return }
     if let policy = time.traits.retry {
       beginRetries(of: index, policy)  // refuses it, with a message
@@ -192,6 +205,14 @@ extension Scheduler {
           + "starts without running a body: .condition(\(condition.name)) cannot apply to it; check the "
           + "condition inside the work, or add a body that checks it before running the work")
     }
+  }
+
+  /// ``submitTimed(_:_:to:now:_:)`` for an operation whose only trait is `.tags`: `tags`, interned.
+  mutating func submitTagged(
+    _ handle: Handle, _ tags: [UInt64], to queue: Int, now: () -> SchedulerInstant, _ effects: inout Effects
+  ) {
+    setTags(tags, of: handle.recordIndex)
+    submit(handle, to: queue, now: now, &effects)
   }
 
   /// ``submitTimed(_:_:to:now:_:)`` for an operation whose only trait is `.exclusive(request)`.
@@ -211,6 +232,7 @@ extension Scheduler {
     _ effects: inout Effects
   ) {
     let index = handle.recordIndex
+    if !traits.tags.isEmpty { setTags(traits.tags, of: index) }
     if let policy = traits.retry { beginRetries(of: index, policy) }
     if !traits.exclusive.isEmpty { beginExclusive(index, traits.exclusive, on: queue) }
     if traits.cost != nil { beginCost(traits.cost, of: index, on: queue) }

@@ -1,5 +1,5 @@
 /// An option that configures one operation: a deadline, a timeout, a retry policy, exclusivity
-/// keys, a cost in rate-limit permits, a readiness condition (more kinds join this type later without new overloads). Passed as `traits:` to ``ActorQueue/addOperation(name:priority:traits:_:)->QueueOperation<Success>``
+/// keys, a cost in rate-limit permits, a readiness condition, tags (more kinds join this type later without new overloads). Passed as `traits:` to ``ActorQueue/addOperation(name:priority:traits:_:)->QueueOperation<Success>``
 /// and ``QueueOperation/init(name:priority:traits:_:)``.
 ///
 /// ```swift
@@ -22,6 +22,7 @@ public struct OperationTrait: Sendable, CustomStringConvertible {
     case cost(Int64)
     /// Boxed: an existential inline would make every trait 40 bytes and its copies outlined.
     case condition(ConditionBox)
+    case tags([OperationTag])
   }
 
   let kind: Kind
@@ -83,6 +84,7 @@ public struct OperationTrait: Sendable, CustomStringConvertible {
         + (request.domain.map { " in \($0)" } ?? "")
     case .cost(let permits): "cost \(permits)"
     case .condition(let box): "condition \"\(box.condition.name)\""
+    case .tags(let tags): "tags \(tags.map(\.description).joined(separator: ", "))"
     }
   }
 }

@@ -47,6 +47,15 @@ struct ReliabilityMisuseTests {
     Self.expectNamesMisuse(result, ["maxConcurrentOperationCount", "\(limit)", "isSuspended"])
   }
 
+  @Test("An empty tag name stops with a message saying a tag needs a name")
+  func emptyTagName() async {
+    let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      let name = ""
+      _ = OperationTag(name)
+    }
+    Self.expectNamesMisuse(result, ["OperationTag needs a name"])
+  }
+
   @Test("Joining coalesced work with another result type stops with a message naming the key and both types")
   func coalescingResultTypeMismatch() async {
     let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {

@@ -1,0 +1,47 @@
+/// Cancelling and finding operations by tag (see ``OperationTag``).
+extension ActorQueue {
+  /// Cancels every unfinished operation of this queue tagged `tag`, as its own `cancel()`
+  /// would: waiting ones end `.cancelled` at once (their completion handlers run and their
+  /// waiters wake before this returns), executing ones have their tasks cancelled. Untagged
+  /// and ended operations are untouched, and so are operations added while it runs. A group's
+  /// children are its group's queue's (``OperationGroup/queue``), not this one's: reach them
+  /// with that queue, with ``cancelOperations(tagged:)-swift.type.method``, or by tagging the
+  /// group, whose cancellation cancels its children.
+  ///
+  /// Cost: O(k log k) in the k operations it cancels, whatever the size of the queue (an index
+  /// from tag to operations; SwiftQueue's `cancelOperations(tag:)` scans every operation), in
+  /// slices of at most 1,000 per hold of the scheduler's lock.
+  public nonisolated func cancelOperations(tagged tag: OperationTag) {
+    Engine.run { $0.cancelTagged(tag.id, in: index, now: Engine.now, &$1) }
+  }
+
+  /// ``cancelOperations(tagged:)`` on every queue of the process, a group's queue included, in
+  /// one call: what leaving a screen whose requests went to several queues needs. Prepared
+  /// operations not yet added to a queue are left alone.
+  public nonisolated static func cancelOperations(tagged tag: OperationTag) {
+    Engine.run { $0.cancelTagged(tag.id, in: nil, now: Engine.now, &$1) }
+  }
+
+  /// The unfinished operations of this queue tagged `tag` (callers' handles to coalesced work
+  /// included), in the order they were created. A snapshot. Cost: O(k log k) in the k found.
+  public nonisolated func operations(tagged tag: OperationTag) -> [AnyQueueOperation] {
+    Engine.read { $0.taggedHandles(tag.id, in: index) }
+  }
+}
+
+extension AnyQueueOperation {
+  /// The tags it was given (``OperationTrait/tags(_:)-(OperationTag...)``), ended or not; empty
+  /// when it has none. Cost: one hold of the scheduler's lock.
+  public var tags: Set<OperationTag> {
+    let ids = Engine.read { $0.tags(of: recordIndex) }
+    return Set(ids.map(OperationTag.init(interned:)))
+  }
+}
+
+extension MainQueue {
+  /// See ``ActorQueue/cancelOperations(tagged:)``.
+  public func cancelOperations(tagged tag: OperationTag) { queue.cancelOperations(tagged: tag) }
+
+  /// See ``ActorQueue/operations(tagged:)``.
+  public func operations(tagged tag: OperationTag) -> [AnyQueueOperation] { queue.operations(tagged: tag) }
+}

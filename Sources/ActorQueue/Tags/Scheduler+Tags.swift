@@ -1,0 +1,119 @@
+/// An operation's tags, and the queue whose index lists it while it is unfinished.
+struct OperationTags: Sendable {
+  /// Interned numbers, without repeats.
+  var tags: [UInt64]
+  /// The queue it is listed under in `Scheduler.taggedOperations` (its own; for a caller's
+  /// handle to coalesced work, the work's); -1 while not listed.
+  var queue = -1
+}
+
+/// The tail of a cancel-by-tag call: the operations it found, in creation order, cancelled in
+/// slices (see `BulkWork`).
+struct TagCancel: Sendable {
+  let targets: [(index: Int, id: OperationID)]
+  var next = 0
+}
+
+/// Tags: labels on operations, indexed so that a call reaches the operations it names at a cost
+/// in proportion to them, not to their queues.
+extension Scheduler {
+  /// Gives `index` (not yet in a queue, or a caller's handle to coalesced work) its tags.
+  mutating func setTags(_ tags: [UInt64], of index: Int) {
+    guard !tags.isEmpty else { return }
+    operations[index].isTagged = true
+    operationTags[index] = OperationTags(tags: tags)
+  }
+
+  /// Lists tagged `index` under `queue`, once: it is added to `queue` (for a caller's handle to
+  /// coalesced work, the work's queue).
+  @inline(never)  // rare: kept out of the submission's line
+  mutating func listTags(of index: Int, in queue: Int) {
+    guard let tags = operationTags[index]?.tags, operationTags[index]!.queue < 0 else { return }
+    operationTags[index]!.queue = queue
+    for tag in tags { taggedOperations[tag, default: [:]][queue, default: []].insert(index) }
+  }
+
+  /// `index` ended: it leaves the lists it is in (its tags stay readable until its record is
+  /// freed).
+  @inline(never)  // rare: kept out of the end's line
+  mutating func unlistTags(of index: Int) {
+    guard let entry = operationTags[index], entry.queue >= 0 else { return }
+    operationTags[index]!.queue = -1
+    for tag in entry.tags {
+      taggedOperations[tag]?[entry.queue]?.remove(index)
+      guard taggedOperations[tag]?[entry.queue]?.isEmpty == true else { continue }
+      taggedOperations[tag]![entry.queue] = nil
+      if taggedOperations[tag]!.isEmpty { taggedOperations[tag] = nil }
+    }
+  }
+
+  /// `index`'s record is being freed: its tags go.
+  @inline(never)  // rare: kept out of the free's line
+  mutating func forgetTags(of index: Int) {
+    unlistTags(of: index)
+    operationTags[index] = nil
+    operations[index].isTagged = false
+  }
+
+  /// The tags of `index` (none when it has none).
+  func tags(of index: Int) -> [UInt64] {
+    operations[index].isTagged ? operationTags[index]?.tags ?? [] : []
+  }
+
+  /// The unfinished operations tagged `tag` in `queue` (every queue: `nil`), with their
+  /// identifiers, in creation order. O(k log k) in the k found.
+  func tagged(_ tag: UInt64, in queue: Int?) -> [(index: Int, id: OperationID)] {
+    guard let byQueue = taggedOperations[tag] else { return [] }
+    var found: [(index: Int, id: OperationID)] = []
+    if let queue {
+      for index in byQueue[queue] ?? [] { found.append((index, operations[index].id)) }
+    } else {
+      for members in byQueue.values {
+        for index in members { found.append((index, operations[index].id)) }
+      }
+    }
+    found.sort { $0.id < $1.id }
+    return found
+  }
+
+  /// The handles of ``tagged(_:in:)`` (a caller's handle to coalesced work: the one its work
+  /// keeps).
+  func taggedHandles(_ tag: UInt64, in queue: Int) -> [Handle] {
+    tagged(tag, in: queue).compactMap { index, _ in
+      if let handle = operations[index].enqueuedHandle { return handle }
+      let leader = operations[index].leader
+      guard leader >= 0 else { return nil }
+      return operations[leader].extras?.followerHandles.first { $0.recordIndex == index }
+    }
+  }
+
+  /// `cancelOperations(tagged:)`: cancels each unfinished operation tagged `tag` in `queue`
+  /// (every queue: `nil`), in creation order, as `cancel()` would, in slices of the lock (see
+  /// `BulkWork`). Operations added meanwhile are not part of the call. O(k log k) in the k found.
+  mutating func cancelTagged(
+    _ tag: UInt64, in queue: Int?, now: () -> SchedulerInstant, _ effects: inout Effects
+  ) {
+    let targets = tagged(tag, in: queue)
+    guard !targets.isEmpty else { return }
+    bulk.tagCancels.append(TagCancel(targets: targets))
+    markBulk()
+    drainBulk(&effects)
+    settle(now: now, &effects)
+  }
+
+  /// Cancels the next operations of the last cancel-by-tag call left in the bulk work, within
+  /// the slice's limit. Stops early when a cancellation left releases or ends, which are done
+  /// first.
+  mutating func cancelSomeTagged(_ effects: inout Effects) {
+    var work = bulk.tagCancels.removeLast()
+    while work.next < work.targets.count, sliceWork < sliceLimit, bulk.releases.isEmpty, bulk.ends.isEmpty {
+      let (index, id) = work.targets[work.next]
+      work.next += 1
+      sliceWork += 1
+      // Ended since and freed, or freed and reused: not part of the call any more.
+      guard operations[index].isLive, operations[index].id == id else { continue }
+      cancelOne(index, &effects)
+    }
+    if work.next < work.targets.count { bulk.tagCancels.append(work) }
+  }
+}

@@ -11,6 +11,9 @@ final class QueueBox: Sendable {
   init(_ queue: ActorQueue) { self.queue = queue }
 }
 
+/// Runs of the real executor so far (each names its tags after its number).
+let realScriptRuns = Atomic<Int>(0)
+
 /// Captured by each body: freed when the body is.
 final class Token: Sendable {}
 
@@ -288,6 +291,12 @@ private final class RealRun {
   let clock = ManualClock()
   /// The script's shared exclusivity domain.
   let sharedDomain = ExclusivityDomain(name: "script")
+  /// The script's tags: names of this run's own, so that a process-wide cancel reaches no other
+  /// test's operations.
+  let scriptTags: [OperationTag] = {
+    let run = realScriptRuns.add(1, ordering: .relaxed).newValue
+    return (0..<2).map { OperationTag("real-script-\(run)-tag-\($0)") }
+  }()
   /// The script's rate limiters.
   let limiters: [RateLimiter]
   var boxes: [QueueBox?] = []
@@ -485,8 +494,29 @@ private final class RealRun {
         )
       }
     }
+    if let failure = tagListProblem() {
+      return ScriptFailure(step: index, message: "after \(step): \(failure)")
+    }
     if checkFreeingEachStep, expectation != .skip, let failure = await checkFreed(since: terminalBefore) {
       return ScriptFailure(step: index, message: "after \(step): \(failure)")
+    }
+    return nil
+  }
+
+  /// Each live queue's `operations(tagged:)` against the model's unfinished tagged ops of that
+  /// queue, in creation order.
+  private func tagListProblem() -> String? {
+    for queue in model.queues.indices where model.isLive(queue: queue) {
+      if !model.isBase(queue), groups.withLock({ $0[model.queues[queue].groupOp!] == nil }) { continue }
+      for (number, tag) in scriptTags.enumerated() {
+        let listed = self.queue(queue).operations(tagged: tag).map(\.id)
+        let expected = model.tagged(number, in: queue)
+        if listed != expected.compactMap({ ids[$0] }) || listed.count != expected.count {
+          let names = listed.map { id in ids.first { $0.value == id }.map { "op\($0.key)" } ?? "\(id)" }
+          return
+            "q\(queue).operations(tagged: t\(number)) lists \(names); the model: \(expected.map { "op\($0)" })"
+        }
+      }
     }
     return nil
   }
@@ -701,6 +731,20 @@ private final class RealRun {
         name: "op\(op)", priority: OperationPriority.allCases[priority], body(op, spec))
       typed[op] = operation
       track(op, operation, spec)
+    case .addTagged(let op, let queue, let priority, let tags, let spec):
+      let traits = tagTraits(tags, scriptTags)
+      if model.isBase(queue) { return add(op, to: queue, priority: priority, traits: traits, spec) }
+      // A group's queue: the closure form (a prepared add would throw once the group ended).
+      let operation = self.queue(queue).addOperation(
+        name: "op\(op)", priority: OperationPriority.allCases[priority], traits: traits, body(op, spec))
+      typed[op] = operation
+      track(op, operation, spec)
+    case .cancelTagged(let queue, let tag):
+      if let queue {
+        self.queue(queue).cancelOperations(tagged: scriptTags[tag])
+      } else {
+        ActorQueue.cancelOperations(tagged: scriptTags[tag])
+      }
     case .addAfter(let op, let queue, let priority, let inputs, let spec):
       let run = body(op, spec)
       let target = boxes[queue]!.queue
@@ -773,7 +817,7 @@ private final class RealRun {
       self.queue(queue).resumeAllOperations()
     case .setLimitPausingExcess(let queue, let limit):
       self.queue(queue).setMaxConcurrentOperationCount(limit, pausingExcess: true)
-    case .addCoalesced(let op, let work, let queue, let priority, let key, let spec):
+    case .addCoalesced(let op, let work, let queue, let priority, let key, let spec, let tags):
       let target = boxes[queue]!.queue
       let isNew = model.ops[work]?.followers.first == op
       var workSpec = spec
@@ -784,8 +828,16 @@ private final class RealRun {
         tokens[work] = nil
       }
       let before = Set(target.operations.map(\.id))
-      let operation = target.addOperation(
-        name: "op\(op)", priority: OperationPriority.allCases[priority], coalescingBy: key, run)
+      let operation =
+        if let tags {
+          target.addOperation(
+            name: "op\(op)", priority: OperationPriority.allCases[priority],
+            traits: tagTraits(tags, scriptTags),
+            coalescingBy: key, run)
+        } else {
+          target.addOperation(
+            name: "op\(op)", priority: OperationPriority.allCases[priority], coalescingBy: key, run)
+        }
       typed[op] = operation
       track(op, operation, BodySpec(auto: false, checksCancellation: false, throwing: false))
       let added = target.operations.filter { !before.contains($0.id) }

@@ -4,6 +4,9 @@ import Testing
 
 @testable import ActorQueue
 
+/// The tags of the value executor's scripts (its scheduler values are its own: names can be shared).
+let valueScriptTags = (0..<2).map { OperationTag("value-script-tag-\($0)") }
+
 /// Runs scripts on the scheduler value itself (``SchedulerHarness``): no task, no real time, the
 /// test is every worker and the clock. Deterministic, so a failing script replays exactly, and
 /// fast (thousands of scripts a second), so it searches far more than the real-queue executor.
@@ -51,6 +54,8 @@ struct ValueExecutor: ScriptExecutor {
   static let groupsEnded = Atomic<Int>(0)
   static let groupChildren = Atomic<Int>(0)
   static let groupsFailedByChildren = Atomic<Int>(0)
+  /// Unfinished ops cancelled by tag.
+  static let cancelledByTag = Atomic<Int>(0)
 
   func run(_ script: Script) async -> ScriptFailure? {
     var run = ValueRun(script: script, waitsOutLingers: waitsOutLingers)
@@ -139,6 +144,7 @@ private struct ValueRun {
       if case .groupChild = entry { ValueExecutor.groupChildren.add(1, ordering: .relaxed) }
     }
     ValueExecutor.parked.add(model.parks, ordering: .relaxed)
+    ValueExecutor.cancelledByTag.add(model.taggedCancels, ordering: .relaxed)
     ValueExecutor.grants.add(model.grants, ordering: .relaxed)
     ValueExecutor.throttled.add(model.throttles, ordering: .relaxed)
     if let violation = model.rateViolation() { return ScriptFailure(step: nil, message: violation) }
@@ -212,6 +218,42 @@ private struct ValueRun {
     if let problem = timeProblem() { return ScriptFailure(step: index, message: "after \(step): \(problem)") }
     if let problem = waitReportProblem() {
       return ScriptFailure(step: index, message: "after \(step): \(problem)")
+    }
+    if let problem = tagIndexProblem() {
+      return ScriptFailure(step: index, message: "after \(step): \(problem)")
+    }
+    return nil
+  }
+
+  /// The scheduler's tag index against the model: for each tag, every queue's listed operations
+  /// (and all of them) are the model's unfinished tagged ops, in creation order; each op's tags
+  /// are its own.
+  private func tagIndexProblem() -> String? {
+    let scheduler = harness.scheduler
+    // By record index: an op whose handle is gone (let go of by its released queue) keeps its record.
+    func problem(_ found: [(index: Int, id: OperationID)], _ expected: [Int]) -> String? {
+      guard found.map(\.index) != expected.map({ harness.index(Self.name($0)) }) else { return nil }
+      let names = found.map { scheduler.operations[$0.index].name ?? "\($0.id)" }
+      return "\(names); the model: \(expected.map(Self.name))"
+    }
+    for tag in valueScriptTags.indices {
+      let id = valueScriptTags[tag].id
+      if let problem = problem(scheduler.tagged(id, in: nil), model.tagged(tag, in: nil)) {
+        return "tagged t\(tag): \(problem)"
+      }
+      for queue in model.queues.indices where model.isLive(queue: queue) && queue < queues.count {
+        if let problem = problem(scheduler.tagged(id, in: queues[queue]), model.tagged(tag, in: queue)) {
+          return "q\(queue) tagged t\(tag): \(problem)"
+        }
+      }
+    }
+    for op in model.sortedOpIndices {
+      guard let handle = harness.handles[Self.name(op)] else { continue }
+      let tags = Set(
+        scheduler.tags(of: handle.recordIndex).compactMap { id in
+          valueScriptTags.firstIndex { $0.id == id }
+        })
+      if tags != model.ops[op]!.tags { return "op\(op) has tags \(tags); the model: \(model.ops[op]!.tags)" }
     }
     return nil
   }
@@ -420,6 +462,8 @@ private struct ValueRun {
     var walked = Set<Int>()
     var onlyCancelWalks = true
     for bulk in work {
+      // A cancel-by-tag call's operations may be anywhere: nothing runs between its slices.
+      guard bulk.tagCancels.isEmpty else { return false }
       for walk in bulk.walks {
         if let queue = queues.lastIndex(of: walk.queue.index) {
           touched.insert(queue)
@@ -476,7 +520,8 @@ private struct ValueRun {
     func queueOf(_ op: Int) -> [Int] { model.ops[op].map { [$0.queue] } ?? [] }
     switch step {
     case .add(_, let queue, _, let body), .barrier(_, let queue, let body),
-      .addCoalesced(_, _, let queue, _, _, let body), .addTimed(_, let queue, _, _, _, let body),
+      .addCoalesced(_, _, let queue, _, _, let body, _), .addTimed(_, let queue, _, _, _, let body),
+      .addTagged(_, let queue, _, _, let body),
       .addRetrying(_, let queue, _, _, let body), .addExclusive(_, let queue, _, _, _, let body),
       .addConditional(_, let queue, _, _, _, _, let body, _):
       return [queue] + body.captures
@@ -498,7 +543,7 @@ private struct ValueRun {
       return [queue]
     case .open, .openFully, .dropHandle, .releaseQueue, .advance, .setLimiters, .addCosted, .penalize,
       .addGroup,
-      .addChild:
+      .addChild, .cancelTagged:
       return nil
     }
   }
@@ -585,6 +630,19 @@ private struct ValueRun {
         to: queues[model.ops[group]!.groupQueue!])
     case .add(let op, let queue, let priority, _):
       harness.add(Self.name(op), priority: OperationPriority.allCases[priority], to: queues[queue])
+    case .addTagged(let op, let queue, let priority, let tags, _):
+      // Added with its traits (even ops, and any on a group's queue), or prepared (odd ops).
+      let traits = tagTraits(tags, valueScriptTags)
+      let priority = OperationPriority.allCases[priority]
+      if op.isMultiple(of: 2) || !model.isBase(queue) {
+        harness.add(Self.name(op), priority: priority, traits: traits, to: queues[queue])
+      } else {
+        harness.addPrepared(Self.name(op), priority: priority, traits: traits, to: queues[queue])
+      }
+    case .cancelTagged(let queue, let tag):
+      let target = queue.map { queues[$0] }
+      let id = valueScriptTags[tag].id
+      harness.event { s, now, e in s.cancelTagged(id, in: target, now: now, &e) }
     case .addAfter(let op, let queue, let priority, let inputs, _):
       let handle = harness.makeOperation(Self.name(op), priority: OperationPriority.allCases[priority])
       let inputHandles = inputs.map { harness[Self.name($0)] }
@@ -650,10 +708,10 @@ private struct ValueRun {
       harness.resumeAll(in: queues[queue])
     case .setLimitPausingExcess(let queue, let limit):
       harness.setLimit(limit == -1 ? .max : limit, of: queues[queue], pausingExcess: true)
-    case .addCoalesced(let op, let work, let queue, let priority, let key, _):
+    case .addCoalesced(let op, let work, let queue, let priority, let key, _, let tags):
       let added = harness.addCoalesced(
         Self.name(op), key: "k\(key)", work: Self.name(work), priority: OperationPriority.allCases[priority],
-        to: queues[queue])
+        traits: tags.map { tagTraits($0, valueScriptTags) } ?? [], to: queues[queue])
       let expected = model.ops[work]?.followers.first == op
       if added != expected { return added ? "added new work; expected to join" : "joined; expected new work" }
     case .releaseQueue(let queue):
@@ -1015,6 +1073,7 @@ struct ValueRandomScriptTests {
         + "\(ValueExecutor.groupsEnded.load(ordering: .relaxed)) groups ended after their "
         + "\(ValueExecutor.groupChildren.load(ordering: .relaxed)) children, "
         + "\(ValueExecutor.groupsFailedByChildren.load(ordering: .relaxed)) of them failed by a child; "
+        + "\(ValueExecutor.cancelledByTag.load(ordering: .relaxed)) ops cancelled by tag; "
         + "\(FreeRecordCheck.checkedRecords.load(ordering: .relaxed)) free records were as reuse assumes; "
         + "\(PhaseCheck.checkedRecords.load(ordering: .relaxed)) live records' phases agreed with their queues"
     )

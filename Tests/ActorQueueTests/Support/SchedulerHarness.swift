@@ -150,6 +150,13 @@ struct SchedulerHarness {
         scheduler.submitExclusive(handle, request, to: queue, now: now, &effects)
       }
     }
+    if traits.count == 1, case .tags = traits[0].kind {
+      let tags = TimeTraits(traits).tags
+      return event { scheduler, now, effects in
+        guard !tags.isEmpty else { return scheduler.submit(handle, to: queue, now: now, &effects) }
+        scheduler.submitTagged(handle, tags, to: queue, now: now, &effects)
+      }
+    }
     let time = TimeTraits(traits)
     guard time.conditions.isEmpty else {
       // Conditions: created, given its traits (and produced dependencies), then submitted.
@@ -267,7 +274,8 @@ struct SchedulerHarness {
   /// call does. Returns whether it added new work (false: it joined).
   @discardableResult
   mutating func addCoalesced(
-    _ name: String, key: String, work: String? = nil, priority: OperationPriority = .normal, to queue: Int
+    _ name: String, key: String, work: String? = nil, priority: OperationPriority = .normal,
+    traits: [OperationTrait] = [], to queue: Int
   ) -> Bool {
     let key = CoalescingKey(key)
     let hash = key.hashValue
@@ -278,7 +286,7 @@ struct SchedulerHarness {
     let outcome = event { scheduler, now, effects in
       scheduler.submitCoalesced(
         key: key, hash: hash, version: bucket.version, match: match, resultType: String.self, name: workName,
-        priority: priority, work: .typed { workName }, to: queue,
+        priority: priority, traits: traits, work: .typed { workName }, to: queue,
         makeHandle: { id, index in
           let handle = QueueOperation<String>(id: id, name: workName, recordIndex: index, isInEngine: false)
           made.withLock { $0.append(handle) }

@@ -193,6 +193,10 @@ struct ReferenceModel: Sendable {
     var handleGone = false
     /// Two inputs had ended badly when it was added: failed or cancelled are both correct.
     var eitherBadOutcome = false
+    /// When it was made, among every op (a coalescing step makes new shared work first).
+    var creation = 0
+    /// Its tags (the script's, by number).
+    var tags: Set<Int> = []
 
     // Bodies
     /// Permits the script gave (every one at once for an auto body).
@@ -358,6 +362,9 @@ struct ReferenceModel: Sendable {
   private(set) var parks = 0
   private(set) var reservations = 0
   private var nextOrder = 0
+  private var nextCreation = 0
+  /// Unfinished ops a cancel-by-tag step cancelled, so far.
+  private(set) var taggedCancels = 0
   private var nextStart = 0
   private var nextMovable = 0
   /// Bodies that may move, with when they became able to: they move in that order.
@@ -452,7 +459,7 @@ struct ReferenceModel: Sendable {
     // A step that lets go of a reference may strand a held op: taken back, as a skip.
     let before: ReferenceModel?
     switch step {
-    case .dropHandle, .releaseQueue, .cancel: before = self
+    case .dropHandle, .releaseQueue, .cancel, .cancelTagged: before = self
     default: before = nil
     }
     let expectation = perform(step)
@@ -505,6 +512,22 @@ struct ReferenceModel: Sendable {
       guard let queue = ops[group]?.groupQueue, ops[op] == nil, validCaptures(body) else { return .skip }
       create(op, queue: queue, priority: priority, body: body)
       enqueue(op)
+      return .done
+    case .addTagged(let op, let queue, let priority, let tags, let body):
+      // A group's queue: once its group started (children added after its end are refused).
+      guard isBase(queue) ? isLive(queue: queue) : queue < queues.count, ops[op] == nil, validCaptures(body)
+      else { return .skip }
+      create(op, queue: queue, priority: priority, body: body)
+      ops[op]!.tags = Set(tags)
+      enqueue(op)
+      return .done
+    case .cancelTagged(let queue, let tag):
+      if let queue { guard isLive(queue: queue) else { return .skip } }
+      // In creation order; an op an earlier one's cancellation ended is skipped.
+      for op in tagged(tag, in: queue) where !ops[op]!.state.isTerminal {
+        taggedCancels += 1
+        cancel(op)
+      }
       return .done
     case .add(let op, let queue, let priority, let body):
       guard isBase(queue), isLive(queue: queue), ops[op] == nil, validCaptures(body) else { return .skip }
@@ -772,7 +795,7 @@ struct ReferenceModel: Sendable {
       // Added to the queue with the op, after it.
       if let produced { enqueue(produced.op) }
       return .done
-    case .addCoalesced(let op, let work, let queue, let priority, let key, let body):
+    case .addCoalesced(let op, let work, let queue, let priority, let key, let body, let tags):
       guard isBase(queue), isLive(queue: queue), ops[op] == nil else { return .skip }
       let leader: Int
       if let existing = unfinished(in: queue).first(where: { ops[$0]!.key == key }) {
@@ -784,12 +807,14 @@ struct ReferenceModel: Sendable {
         create(work, queue: queue, priority: priority, body: body)
         ops[work]!.handleHeld = false
         ops[work]!.key = key
+        ops[work]!.tags = Set(tags ?? [])
         enqueue(work)
         leader = work
       }
       create(
         op, queue: queue, priority: priority,
         body: BodySpec(auto: false, checksCancellation: false, throwing: false))
+      ops[op]!.tags = Set(tags ?? [])
       ops[op]!.leader = leader
       ops[leader]!.followers.append(op)
       raiseLeaderPriority(leader)
@@ -804,6 +829,15 @@ struct ReferenceModel: Sendable {
   /// Whether `queue` is one the script made (not a group's).
   func isBase(_ queue: Int) -> Bool { queue < baseQueueCount }
 
+  /// The unfinished ops tagged `tag` of `queue` (a caller's handle counts in its work's queue;
+  /// every queue: `nil`), in creation order: what `operations(tagged:)` lists.
+  func tagged(_ tag: Int, in queue: Int?) -> [Int] {
+    ops.filter { _, op in
+      op.tags.contains(tag) && !op.state.isTerminal && (op.enqueued || op.leader != nil)
+        && (queue == nil || op.queue == queue)
+    }.sorted { $0.value.creation < $1.value.creation }.map(\.key)
+  }
+
   /// The queue's unfinished ops (followers are in no queue), in submission order.
   private func unfinished(in queue: Int) -> [Int] {
     ops.filter { $0.value.queue == queue && $0.value.enqueued && !$0.value.state.isTerminal }
@@ -813,6 +847,8 @@ struct ReferenceModel: Sendable {
   private mutating func create(_ op: Int, queue: Int, priority: Int, body: BodySpec, isBarrier: Bool = false)
   {
     ops[op] = Op(queue: queue, priority: priority, body: body, isBarrier: isBarrier)
+    ops[op]!.creation = nextCreation
+    nextCreation += 1
     if body.auto { ops[op]!.opens = body.checkpoints + 1 }
   }
 

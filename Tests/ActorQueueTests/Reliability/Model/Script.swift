@@ -109,7 +109,10 @@ enum Step: Codable, Sendable, Hashable, CustomStringConvertible {
   /// `op = queue.addOperation(priority:, coalescingBy: key) { body }`: joins the work of `key`
   /// waiting or executing in `queue`, or adds it as new shared work, a model op of its own named
   /// `work` (the body is the work's; a caller that joins drops it).
-  case addCoalesced(op: Int, work: Int, queue: Int, priority: Int, key: Int, body: BodySpec)
+  /// With `tags`, the call's `traits: [.tags(...)]` (the script's tags by number): the caller's
+  /// handle carries them, and so does new shared work.
+  case addCoalesced(
+    op: Int, work: Int, queue: Int, priority: Int, key: Int, body: BodySpec, tags: [Int]? = nil)
   /// The script drops its strong reference to the op (it keeps its gate).
   case dropHandle(op: Int)
   /// The script drops its strong reference to the queue's owner box.
@@ -149,6 +152,11 @@ enum Step: Codable, Sendable, Hashable, CustomStringConvertible {
   )
   /// `op = group.queue.addOperation(priority:) { body }` of the group op `group` (once it started).
   case addChild(op: Int, group: Int, priority: Int, body: BodySpec)
+  /// `op = queue.addOperation(priority:, traits: tagTraits(tags)) { body }`: the script's tags by
+  /// number (none, one, both, or one twice); `queue` may be a group's.
+  case addTagged(op: Int, queue: Int, priority: Int, tags: [Int], body: BodySpec)
+  /// `queue.cancelOperations(tagged:)`, or with no queue `ActorQueue.cancelOperations(tagged:)`.
+  case cancelTagged(queue: Int?, tag: Int)
 
   var description: String {
     switch self {
@@ -159,6 +167,11 @@ enum Step: Codable, Sendable, Hashable, CustomStringConvertible {
         + "limit: \(limit), onChildFailure: \(GroupPolicyCode.policy(policy))) { \(body) }"
     case .addChild(let op, let group, let priority, let body):
       "op\(op) = group op\(group).queue.addOperation(priority: \(priority.priorityName)) { \(body) }"
+    case .addTagged(let op, let queue, let priority, let tags, let body):
+      "op\(op) = q\(queue).addOperation(priority: \(priority.priorityName), traits: \(tagTraitsDescription(tags))) "
+        + "{ \(body) }"
+    case .cancelTagged(let queue, let tag):
+      "\(queue.map { "q\($0)" } ?? "ActorQueue").cancelOperations(tagged: t\(tag))"
     case .setLimiters(let queue, let limiters):
       "q\(queue).rateLimiters = [" + limiters.map { "l\($0)" }.joined(separator: ", ") + "]"
     case .addCosted(let op, let queue, let priority, let cost, let body):
@@ -203,9 +216,10 @@ enum Step: Codable, Sendable, Hashable, CustomStringConvertible {
     case .resumeAll(let queue): "q\(queue).resumeAllOperations()"
     case .setLimitPausingExcess(let queue, let limit):
       "q\(queue).setMaxConcurrentOperationCount(\(limit), pausingExcess: true)"
-    case .addCoalesced(let op, let work, let queue, let priority, let key, let body):
-      "op\(op) = q\(queue).addOperation(priority: \(priority.priorityName), coalescingBy: \(key)) "
-        + "{ \(body) } (new work: op\(work))"
+    case .addCoalesced(let op, let work, let queue, let priority, let key, let body, let tags):
+      "op\(op) = q\(queue).addOperation(priority: \(priority.priorityName), "
+        + (tags.map { "traits: \(tagTraitsDescription($0)), " } ?? "")
+        + "coalescingBy: \(key)) { \(body) } (new work: op\(work))"
     case .dropHandle(let op): "drop handle op\(op)"
     case .releaseQueue(let queue): "release q\(queue)"
     case .addTimed(let op, let queue, let priority, let deadline, let timeout, let body):
@@ -264,6 +278,19 @@ let scriptKeys = (0..<3).map { ExclusivityKey("random-script-key-\($0)") }
 func exclusiveTraits(keys: [Int], shared: Bool, domain: ExclusivityDomain) -> [OperationTrait] {
   let keys = keys.map { scriptKeys[$0] }
   return shared ? [.exclusive(keys, in: domain)] : [.exclusive(keys)]
+}
+
+/// The traits of a step's tags (script tag numbers): one `.tags` trait, or, when the first and
+/// last differ, a trait each (so both ways of folding them run).
+func tagTraits(_ tags: [Int], _ names: [OperationTag]) -> [OperationTrait] {
+  guard let first = tags.first, let last = tags.last, first != last else {
+    return [.tags(tags.map { names[$0] })]
+  }
+  return [.tags(tags.dropLast().map { names[$0] }), .tags(names[last])]
+}
+
+func tagTraitsDescription(_ tags: [Int]) -> String {
+  "[.tags(" + tags.map { "t\($0)" }.joined(separator: ", ") + ")]"
 }
 
 /// The traits of an `addTimed` step (seconds on the script's clock).

@@ -1,7 +1,7 @@
 /// Generates random scripts from a seed: every public action, weighted so that the interesting
 /// interleavings (cancellation cascades, barriers, limit and suspension changes, pauses at
 /// checkpoints, excess pausing, coalesced work joined and cancelled, deadlines and timeouts passing
-/// as the clock advances, conditions answering in turn) come up often.
+/// as the clock advances, conditions answering in turn, operations cancelled by tag) come up often.
 struct ScriptGenerator: Sendable {
   var minSteps = 12
   var maxSteps = 40
@@ -56,7 +56,7 @@ struct ScriptGenerator: Sendable {
     }
 
     while steps.count < count {
-      var roll = random.below(224)
+      var roll = random.below(242)
       if keyHeavy, roll < 18 { roll = 158 }
       if rateHeavy, roll < 18 { roll = 178 }
       switch roll {
@@ -144,7 +144,7 @@ struct ScriptGenerator: Sendable {
         steps.append(
           .addCoalesced(
             op: nextOp, work: nextOp + 1, queue: queue, priority: random.below(5), key: random.below(2),
-            body: workBody))
+            body: workBody, tags: random.chance(40) ? [random.below(2)] : nil))
         ops.append((nextOp, queue, false))
         works.append(nextOp + 1)
         nextOp += 2
@@ -278,6 +278,21 @@ struct ScriptGenerator: Sendable {
         ops.append((nextOp, 0, false))
         if random.chance(40) { steps.append(.open(op: nextOp)) }
         nextOp += 1
+      case 224..<236:
+        // Tags: mostly one of two, now and then both, none or one twice; on a group's queue too.
+        let queue = anyQueue(&random)
+        let tags: [Int] =
+          random.chance(70) ? [random.chance(70) ? 0 : 1] : random.pick([[0, 1], [1, 0], [], [0, 0]])
+        steps.append(
+          .addTagged(
+            op: nextOp, queue: queue, priority: random.below(5), tags: tags,
+            body: body(&random, queues: queueCount)))
+        ops.append((nextOp, queue, false))
+        if random.chance(30) { steps.append(.open(op: nextOp)) }
+        nextOp += 1
+      case 236..<242:
+        steps.append(
+          .cancelTagged(queue: random.chance(25) ? nil : anyQueue(&random), tag: random.chance(70) ? 0 : 1))
       default:
         steps.append(.advance(seconds: 1 + random.below(2)))
       }

@@ -58,9 +58,9 @@ struct TagTests {
     let second = ActorQueue(name: "second")
     first.isSuspended = true
     second.isSuspended = true
-    let a = first.addOperation(name: "a", traits: [.tags("leave")]) {}
-    let b = second.addOperation(name: "b", traits: [.tags("leave")]) {}
-    second.cancelOperations(tagged: "leave")
+    let a = first.addOperation(name: "a", traits: [.tags("static-leave")]) {}
+    let b = second.addOperation(name: "b", traits: [.tags("static-leave")]) {}
+    second.cancelOperations(tagged: "static-leave")
     #expect(a.state == .ready && b.state == .cancelled)
 
     let childAdded = Gate()
@@ -68,17 +68,17 @@ struct TagTests {
     let groups = ActorQueue(name: "groups")
     let group = groups.addOperationGroup(name: "g", maxConcurrentOperationCount: 1) { group in
       let blocker = group.queue.addOperation(name: "blocker") { await untilCancelled() }
-      let child = group.queue.addOperation(name: "child", traits: [.tags("leave")]) {}
+      let child = group.queue.addOperation(name: "child", traits: [.tags("static-leave")]) {}
       children.withLock { $0 = [blocker, child] }
       childAdded.open()
     }
     await childAdded.wait()
     let (blocker, child) = children.withLock { ($0[0], $0[1]) }
     // The parent queue's own call does not reach its group's children.
-    groups.cancelOperations(tagged: "leave")
+    groups.cancelOperations(tagged: "static-leave")
     #expect(child.state == .ready)
 
-    ActorQueue.cancelOperations(tagged: "leave")
+    ActorQueue.cancelOperations(tagged: "static-leave")
     #expect(a.state == .cancelled && child.state == .cancelled)
     #expect(blocker.state == .executing)
     blocker.cancel()
@@ -86,24 +86,35 @@ struct TagTests {
     #expect(group.state == .finished)
   }
 
-  @Test("Coalesced work carries its first caller's tags; a later caller's tags reach its handle alone")
-  func coalescingCarriesFirstCallersTags() async throws {
+  @Test(
+    "Coalesced work shows its first caller's tags; a tag reaches callers' handles, as their cancel() would")
+  func coalescingTagsReachCallers() async throws {
     let queue = ActorQueue(name: "images")
     queue.isSuspended = true
     let first = queue.addOperation(traits: [.tags("first")], coalescingBy: "a.png") { 1 }
     let second = queue.addOperation(traits: [.tags("second")], coalescingBy: "a.png") { 1 }
     let third = queue.addOperation(coalescingBy: "a.png") { 1 }
     #expect(first.tags == ["first"] && second.tags == ["second"] && third.tags.isEmpty)
-    // The shared work (first caller's tags) and the first caller's handle.
-    #expect(queue.operations(tagged: "first").count == 2)
+    let work = try #require(queue.operations.first)
+    #expect(work.tags == ["first"])
+    // The first caller's handle, not the shared work.
+    #expect(queue.operations(tagged: "first").map(\.id) == [first.id])
 
     queue.cancelOperations(tagged: "second")
-    #expect(second.state == .cancelled)
-    #expect(first.state == .ready && third.state == .ready)
-
     queue.cancelOperations(tagged: "first")
-    // The work was cancelled: every caller still waiting for it ends with it.
-    #expect(first.state == .cancelled && third.state == .cancelled)
+    #expect(first.state == .cancelled && second.state == .cancelled)
+    // A caller still waits: the work goes on.
+    #expect(third.state == .ready && work.state == .ready)
+    queue.isSuspended = false
+    #expect(try await third.value == 1)
+    #expect(work.state == .finished)
+
+    // The only caller's tag: its handle ends, and with nobody waiting, the work is cancelled.
+    queue.isSuspended = true
+    let only = queue.addOperation(traits: [.tags("only")], coalescingBy: "b.png") { 2 }
+    let alone = try #require(queue.operations.first)
+    queue.cancelOperations(tagged: "only")
+    #expect(only.state == .cancelled && alone.state == .cancelled)
     #expect(queue.operationCount == 0)
   }
 
@@ -111,14 +122,14 @@ struct TagTests {
   func preparedTagsFrozenAtEnqueue() async throws {
     let queue = ActorQueue(name: "prepared")
     queue.isSuspended = true
-    let prepared = QueueOperation(name: "p", traits: [.tags("t")]) { 7 }
-    #expect(prepared.tags == ["t"])
+    let prepared = QueueOperation(name: "p", traits: [.tags("prepared-tag")]) { 7 }
+    #expect(prepared.tags == ["prepared-tag"])
     // Not in a queue yet: no call reaches it.
-    ActorQueue.cancelOperations(tagged: "t")
+    ActorQueue.cancelOperations(tagged: "prepared-tag")
     #expect(prepared.state == .pending && !prepared.isCancelled)
     try queue.addOperation(prepared)
-    #expect(queue.operations(tagged: "t").map(\.id) == [prepared.id])
-    queue.cancelOperations(tagged: "t")
+    #expect(queue.operations(tagged: "prepared-tag").map(\.id) == [prepared.id])
+    queue.cancelOperations(tagged: "prepared-tag")
     #expect(prepared.state == .cancelled)
   }
 

@@ -518,6 +518,36 @@ struct ArticleTests {
     try expectOutput(transcript, "docc-condition-dependency")
   }
 
+  @Test("Cancellation: by tag")
+  func cancelByTag() async throws {
+    let transcript = Transcript()
+    @Sendable func print(_ items: Any...) { transcript.print(items) }
+    @Sendable func loadImage() async throws -> Int {
+      try await Task.sleep(for: .seconds(60))  // until cancelled
+      return 1
+    }
+
+    // snippet: docc-cancel-by-tag
+    let images = ActorQueue(name: "images", maxConcurrentOperationCount: 1)
+    let (started, signal) = AsyncStream<Void>.makeStream()
+    let avatar = images.addOperation(name: "avatar", traits: [.tags("profile")]) {
+      signal.finish()
+      return try await loadImage()
+    }
+    let banner = images.addOperation(name: "banner", traits: [.tags("profile")]) { try await loadImage() }
+    let logo = images.addOperation(name: "logo", traits: [.tags("home")]) { "logo" }
+
+    for await _ in started {}  // the avatar is loading, the banner waits
+    print(images.operations(tagged: "profile").map { $0.name ?? "?" })
+    images.cancelOperations(tagged: "profile")  // the user left the profile screen
+    print(banner.state)  // it was waiting: it ended before the call returned
+    _ = await avatar.result
+    print(avatar.state, try await logo.value)
+    // end snippet
+
+    try expectOutput(transcript, "docc-cancel-by-tag")
+  }
+
   @Test("Operation groups")
   func operationGroup() async throws {
     let transcript = Transcript()

@@ -458,3 +458,11 @@ final class PollingBucket: @unchecked Sendable {
   }
 }
 // end snippet
+
+func tagsBefore(queue: OperationQueue) {
+  // snippet: tags-before
+  for operation in queue.operations where operation.name?.hasPrefix("profile/") == true {
+    operation.cancel()
+  }
+  // end snippet
+}

@@ -522,6 +522,31 @@ struct MigrationTests {
     try expectOutput(transcript, "groups-after")
   }
 
+  @Test("Cancelling a screen's work by tag")
+  func tags() async throws {
+    let transcript = Transcript()
+    @Sendable func print(_ items: Any...) { transcript.print(items) }
+    let queue = ActorQueue(name: "network")
+    queue.isSuspended = true  // so that both are still waiting when the screen goes away
+    let avatarURL = URL(string: "https://example.com/avatar.png")!
+    let postsURL = URL(string: "https://example.com/posts.json")!
+    @Sendable func fetch(_ url: URL) async throws -> Data { Data(url.absoluteString.utf8) }
+
+    // snippet: tags-after
+    let avatar = queue.addOperation(name: "avatar", traits: [.tags("profile-screen")]) {
+      try await fetch(avatarURL)
+    }
+    let posts = queue.addOperation(name: "posts", traits: [.tags("profile-screen")]) {
+      try await fetch(postsURL)
+    }
+    // The user left the profile screen:
+    ActorQueue.cancelOperations(tagged: "profile-screen")
+    print(avatar.state, posts.state)
+    // end snippet
+
+    try expectOutput(transcript, "tags-after")
+  }
+
   @Test("At most N a second: rate limits")
   func rateLimits() async throws {
     let transcript = Transcript()

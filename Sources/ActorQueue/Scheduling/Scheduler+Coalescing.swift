@@ -63,8 +63,8 @@ extension Scheduler {
         if let policy = folded.retry { beginRetries(of: index, policy) }
         // So do its keys.
         if !folded.exclusive.isEmpty { beginExclusive(index, folded.exclusive, on: queue) }
-        // And its tags.
-        setTags(folded.tags, of: index)
+        // Its tags are shown, not listed: a tag reaches the callers' handles.
+        setTags(folded.tags, of: index, isListed: false)
       }
       enqueue(shared, into: queue, now: now, &effects)
       leader = index

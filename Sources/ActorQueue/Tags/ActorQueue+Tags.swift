@@ -22,8 +22,9 @@ extension ActorQueue {
     Engine.run { $0.cancelTagged(tag.id, in: nil, now: Engine.now, &$1) }
   }
 
-  /// The unfinished operations of this queue tagged `tag` (callers' handles to coalesced work
-  /// included), in the order they were created. A snapshot. Cost: O(k log k) in the k found.
+  /// The unfinished operations of this queue tagged `tag`, in the order they were created: what
+  /// ``cancelOperations(tagged:)`` would cancel (callers' handles to coalesced work included,
+  /// the shared work itself not). A snapshot. Cost: O(k log k) in the k found.
   public nonisolated func operations(tagged tag: OperationTag) -> [AnyQueueOperation] {
     Engine.read { $0.taggedHandles(tag.id, in: index) }
   }

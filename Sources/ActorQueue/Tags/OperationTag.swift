@@ -56,9 +56,11 @@ extension OperationTrait {
   /// queue), ``ActorQueue/cancelOperations(tagged:)-swift.type.method`` (every queue) and
   /// ``ActorQueue/operations(tagged:)`` reach it. Given several times, the tags add up; a repeated
   /// tag counts once; empty `tags` change nothing. A prepared operation's tags apply from when
-  /// it is added to a queue. For coalesced work, each caller's handle carries its caller's tags
-  /// and the shared work carries the tags of the call that created it (cancelling those cancels
-  /// the work, and so every caller's handle, as cancelling the work would).
+  /// it is added to a queue. With `addOperation(traits:coalescingBy:)`, each caller's handle
+  /// carries its caller's tags and a tag reaches that handle alone, as its `cancel()` would: the
+  /// shared work is cancelled once no caller waits for it, so leaving one screen never cancels a
+  /// load another screen still waits for. The shared work shows the tags of the call that
+  /// created it (``AnyQueueOperation/tags``), and no tag reaches it directly.
   ///
   /// Cost: O(tags) when the operation is added and when it ends, in hash-set updates; an
   /// operation without tags pays nothing.

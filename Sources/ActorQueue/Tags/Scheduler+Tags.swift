@@ -5,6 +5,9 @@ struct OperationTags: Sendable {
   /// The queue it is listed under in `Scheduler.taggedOperations` (its own; for a caller's
   /// handle to coalesced work, the work's); -1 while not listed.
   var queue = -1
+  /// Coalesced work shows its first caller's tags but is never listed: a tag reaches the
+  /// callers' handles, and the work is cancelled once no caller waits for it.
+  var isListed = true
 }
 
 /// The tail of a cancel-by-tag call: the operations it found, in creation order, cancelled in
@@ -17,18 +20,20 @@ struct TagCancel: Sendable {
 /// Tags: labels on operations, indexed so that a call reaches the operations it names at a cost
 /// in proportion to them, not to their queues.
 extension Scheduler {
-  /// Gives `index` (not yet in a queue, or a caller's handle to coalesced work) its tags.
-  mutating func setTags(_ tags: [UInt64], of index: Int) {
+  /// Gives `index` (not yet in a queue, or a caller's handle to coalesced work) its tags;
+  /// `isListed: false` for coalesced work.
+  mutating func setTags(_ tags: [UInt64], of index: Int, isListed: Bool = true) {
     guard !tags.isEmpty else { return }
     operations[index].isTagged = true
-    operationTags[index] = OperationTags(tags: tags)
+    operationTags[index] = OperationTags(tags: tags, isListed: isListed)
   }
 
   /// Lists tagged `index` under `queue`, once: it is added to `queue` (for a caller's handle to
   /// coalesced work, the work's queue).
   @inline(never)  // rare: kept out of the submission's line
   mutating func listTags(of index: Int, in queue: Int) {
-    guard let tags = operationTags[index]?.tags, operationTags[index]!.queue < 0 else { return }
+    guard let entry = operationTags[index], entry.isListed, entry.queue < 0 else { return }
+    let tags = entry.tags
     operationTags[index]!.queue = queue
     for tag in tags { taggedOperations[tag, default: [:]][queue, default: []].insert(index) }
   }
@@ -77,7 +82,7 @@ extension Scheduler {
   }
 
   /// The handles of ``tagged(_:in:)`` (a caller's handle to coalesced work: the one its work
-  /// keeps).
+  /// keeps; a record whose queue let go of its handle has none to list).
   func taggedHandles(_ tag: UInt64, in queue: Int) -> [Handle] {
     tagged(tag, in: queue).compactMap { index, _ in
       if let handle = operations[index].enqueuedHandle { return handle }

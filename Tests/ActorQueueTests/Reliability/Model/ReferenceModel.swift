@@ -830,10 +830,11 @@ struct ReferenceModel: Sendable {
   func isBase(_ queue: Int) -> Bool { queue < baseQueueCount }
 
   /// The unfinished ops tagged `tag` of `queue` (a caller's handle counts in its work's queue;
-  /// every queue: `nil`), in creation order: what `operations(tagged:)` lists.
+  /// every queue: `nil`), in creation order: what `operations(tagged:)` lists. Shared work shows
+  /// its first caller's tags, and is not listed.
   func tagged(_ tag: Int, in queue: Int?) -> [Int] {
     ops.filter { _, op in
-      op.tags.contains(tag) && !op.state.isTerminal && (op.enqueued || op.leader != nil)
+      op.tags.contains(tag) && !op.state.isTerminal && (op.enqueued || op.leader != nil) && op.key == nil
         && (queue == nil || op.queue == queue)
     }.sorted { $0.value.creation < $1.value.creation }.map(\.key)
   }

@@ -1,4 +1,4 @@
-import ActorQueue
+public import ActorQueue
 public import Foundation
 
 /// A decoded image (simulated: its URL and size stand for the pixels).
@@ -56,7 +56,10 @@ public actor ImageCache {
 /// - cancelling a request cancels that caller's handle only: it ends at once, and the shared
 ///   load is cancelled only when every caller that joined it has cancelled;
 /// - ``cancelAll()`` is the queue's `cancelAllOperations()`: waiting loads end at once without
-///   fetching, running ones have their fetch cancelled.
+///   fetching, running ones have their fetch cancelled;
+/// - one loader can serve several screens: each screen's requests carry its tag, and
+///   ``cancelRequests(for:)`` cancels that screen's requests alone (`cancelOperations(tagged:)`),
+///   never a load another screen's request still waits for.
 public final class ImageLoader: Sendable {
   private let queue: ActorQueue
   private let fetcher: any ImageFetcher
@@ -77,14 +80,16 @@ public final class ImageLoader: Sendable {
   }
 
   /// Asks for the image at `url`: from the cache if it is there (no load); otherwise the load
-  /// in flight for `url` if there is one (this request joins it), or a new load.
-  public func request(_ url: URL) async -> ImageRequest {
+  /// in flight for `url` if there is one (this request joins it), or a new load. `screen` tags
+  /// the request, for ``cancelRequests(for:)``.
+  public func request(_ url: URL, for screen: OperationTag? = nil) async -> ImageRequest {
     if let image = await cache.image(for: url) {
       log("  \(url.lastPathComponent): from the cache")
       return ImageRequest(url: url, source: .cached(image))
     }
     let (queue, cache, fetcher, log) = (queue, cache, fetcher, log)
-    let load = queue.addOperation(name: url.lastPathComponent, coalescingBy: url) {
+    let traits: [OperationTrait] = screen.map { [.tags($0)] } ?? []
+    let load = queue.addOperation(name: url.lastPathComponent, traits: traits, coalescingBy: url) {
       // It may have arrived while this load waited for a slot (a load of the same URL that
       // ended just before this one was added).
       if let image = await cache.image(for: url) { return image }
@@ -112,6 +117,14 @@ public final class ImageLoader: Sendable {
   /// `CancellationError`. The cache keeps what was loaded.
   public func cancelAll() {
     queue.cancelAllOperations()
+  }
+
+  /// Cancels the requests tagged `screen` (the user left it): each ends at once, throwing
+  /// `CancellationError`. A load that only they wait for is cancelled with them (waiting: it
+  /// never fetches; running: its fetch is cancelled); a load another request still waits for
+  /// goes on. Costs what it cancels, whatever else the loader has in flight.
+  public func cancelRequests(for screen: OperationTag) {
+    queue.cancelOperations(tagged: screen)
   }
 
   /// The loads not ended yet (running or waiting for a slot), each counted once however many

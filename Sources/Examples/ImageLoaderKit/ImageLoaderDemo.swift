@@ -2,7 +2,7 @@ import Foundation
 
 /// The story `swift run ImageLoader` tells: a gallery screen whose cells ask for images, some
 /// of them the same; cells that scroll away; the screen shown again (from the cache); and a
-/// screen left before its images arrive. Each step says what it does, the loader logs what
+/// screen left before its images arrive, its requests cancelled by tag. Each step says what it does, the loader logs what
 /// happens, and the story checks what it claims (the executable exits 1 if a check fails).
 ///
 /// Every image takes 150 ms to arrive. What the checks assert holds however the machine
@@ -89,20 +89,22 @@ public enum ImageLoaderDemo {
     }
     check(cachedCount >= gallery.count - 1, "\(cachedCount) of \(gallery.count) cells served from the cache")
 
-    say("STEP 5. The user opens the Mountains screen (12 images) and leaves it at once: cancel all.")
-    say("        A loader per screen, sharing the cache: leaving it cancels its loads, not the gallery's.")
-    let mountains = ImageLoader(maxConcurrentLoads: 4, fetcher: server, cache: cache, log: say)
+    say("STEP 5. The user opens the Mountains screen (12 images) and leaves it at once.")
+    say("        One loader serves both screens; each request carries its screen's tag. The gallery")
+    say("        asks for aurora.jpg, and so does the Mountains screen: its request joins that load.")
     let before = await server.totalFetches
+    let aurora = await loader.request(url("aurora.jpg"), for: "gallery")
+    let mountainsAurora = await loader.request(url("aurora.jpg"), for: "mountains")
     var names: [String] = []
     var left: [ImageRequest] = []
     for index in 1...12 {
       names.append("peak\(index).jpg")
-      left.append(await mountains.request(url("peak\(index).jpg")))
+      left.append(await loader.request(url("peak\(index).jpg"), for: "mountains"))
     }
     say(
-      "  \(mountains.loadCount) loads: at most 4 running, the others waiting for a slot. The screen goes away:"
+      "  \(loader.loadCount) loads: at most 4 running, the others waiting for a slot. The screen goes away:"
     )
-    mountains.cancelAll()
+    loader.cancelRequests(for: "mountains")
     var cancelled = 0
     for (index, request) in left.enumerated() {
       let result = await outcome(request)
@@ -110,10 +112,14 @@ public enum ImageLoaderDemo {
       let cached = await cache.image(for: url(names[index])) != nil
       check(cached == (result.image != nil), "\(names[index]): \(result.description)")
     }
-    await mountains.waitUntilIdle()
+    let leftAurora = await outcome(mountainsAurora)
+    check(leftAurora.image == nil, "the Mountains screen's request for aurora.jpg: \(leftAurora.description)")
+    let kept = await outcome(aurora)
+    check(kept.image != nil, "the gallery's aurora.jpg, which its cell still waits for: \(kept.description)")
+    await loader.waitUntilIdle()
     let fetched = await server.totalFetches - before
     say("  \(cancelled) of 12 requests cancelled; \(fetched) fetches had started, the others never did")
-    check(mountains.loadCount == 0, "no load left")
+    check(loader.loadCount == 0, "no load left")
     let peak = await server.peakConcurrentFetches
     check(peak <= 4, "never more than 4 fetches at once (peak \(peak))")
     say(failures == 0 ? "Done: every check held." : "Done, but \(failures) check(s) failed.")

@@ -181,6 +181,26 @@ struct ImageLoaderTests {
     #expect(server.fetchCount(of: url("a")) == 2)
   }
 
+  @Test(
+    "One loader, requests tagged by screen: leaving a screen cancels its requests, not a load another screen waits for"
+  )
+  func requestsTaggedByScreen() async throws {
+    let server = ScriptedImageServer()
+    let loader = ImageLoader(fetcher: server)
+    let shared = await loader.request(url("shared"), for: "gallery")
+    let joined = await loader.request(url("shared"), for: "details")
+    let own = await loader.request(url("own"), for: "details")
+    await server.waitUntilFetched(url("shared"))
+    await server.waitUntilFetched(url("own"))
+    loader.cancelRequests(for: "details")
+    await #expect(throws: CancellationError.self) { try await joined.image }
+    await #expect(throws: CancellationError.self) { try await own.image }
+    await server.waitUntilCancelled(url("own"))
+    server.respond(to: url("shared"))
+    #expect(try await shared.image.url == url("shared"))
+    #expect(server.fetchCount(of: url("shared")) == 1 && server.totalCancelled == 1)
+  }
+
   @Test("One loader per screen, one cache: leaving a screen cancels its loads, not another screen's")
   func loaderPerScreen() async throws {
     let server = ScriptedImageServer()

@@ -81,7 +81,7 @@ extension Scheduler {
       // A caller's deadline is its handle's: it ends that handle alone.
       setTraits(traits, of: follower)
       armDeadline(of: follower, on: queue, now: now)
-      if operations[follower].isTagged { listTags(of: follower, in: queue) }
+      if operations[follower].isTagged { listTags(of: follower) }
     }
     operations[leader].extras!.followers.append(
       DependentEntry(index: follower, id: id, requiresSuccess: false))

@@ -325,7 +325,7 @@ extension Scheduler {
     let first = operations[index].startAlone(
       as: index, in: queue, order: nextSubmission, startOrder: nextStart, previous: previous, handle: handle)
     linkStarted(index, in: queue)
-    if operations[index].isTagged { listTags(of: index, in: queue) }
+    if operations[index].isTagged { listTags(of: index) }
     transition(index, toStartAloneOn: worker)
     return Spawn(taskPriority: queues[queue].taskPriority, worker: worker, first: first)
   }

@@ -109,7 +109,7 @@ extension Scheduler {
     let previous = queues[queue].append(index)
     operations[index].join(queue: queue, order: nextSubmission, handle: handle, previous: previous)
     if previous >= 0 { operations[previous].nextInQueue = index }
-    if operations[index].isTagged { listTags(of: index, in: queue) }
+    if operations[index].isTagged { listTags(of: index) }
     if queues[queue].isGroup, !admitChild(index, to: queue, now: now, &effects) { return }
     if operations[index].external != nil { queues[queue].hasExternalWork = true }
     if !queues[queue].barriers.isEmpty { waitForBarriers(index, of: queue, &effects) }

@@ -121,8 +121,8 @@ struct Scheduler: Sendable {
   var groupRecords: [Int: GroupRecord] = [:]
   /// The tags of each tagged operation (by record index), until its record is freed.
   var operationTags: [Int: OperationTags] = [:]
-  /// Unfinished tagged operations: tag, then the queue they are indexed in, then record indices.
-  var taggedOperations: [UInt64: [Int: Set<Int>]] = [:]
+  /// The unfinished operations added to a queue with each tag (record indices).
+  var taggedOperations: [UInt64: Set<Int>] = [:]
   var freeQueues: [Int] = []
   var nextQueueGeneration: UInt64 = 0
   /// Submission order: one counter for all queues.

@@ -225,8 +225,12 @@ struct TimeTraits: Sendable {
         cost = permits
       case .condition(let box):
         conditions.append(box.condition)
-      case .tags(let given):
-        for tag in given where !tags.contains(tag.id) { tags.append(tag.id) }
+      case .tags(_, let ids):
+        if tags.isEmpty {
+          tags = ids
+        } else {
+          for id in ids where !tags.contains(id) { tags.append(id) }
+        }
       }
     }
   }

@@ -70,6 +70,8 @@ extension OperationTrait {
 
   /// ``tags(_:)-(OperationTag...)`` with the tags in an array (computed tags: one per account).
   public static func tags(_ tags: [OperationTag]) -> OperationTrait {
-    OperationTrait(kind: .tags(tags))
+    var ids: [UInt64] = []
+    for tag in tags where !ids.contains(tag.id) { ids.append(tag.id) }
+    return OperationTrait(kind: .tags(tags, ids: ids))
   }
 }

@@ -1,10 +1,7 @@
-/// An operation's tags, and the queue whose index lists it while it is unfinished.
+/// An operation's tags.
 struct OperationTags: Sendable {
   /// Interned numbers, without repeats.
   var tags: [UInt64]
-  /// The queue it is listed under in `Scheduler.taggedOperations` (its own; for a caller's
-  /// handle to coalesced work, the work's); -1 while not listed.
-  var queue = -1
   /// Coalesced work shows its first caller's tags but is never listed: a tag reaches the
   /// callers' handles, and the work is cancelled once no caller waits for it.
   var isListed = true
@@ -28,35 +25,30 @@ extension Scheduler {
     operationTags[index] = OperationTags(tags: tags, isListed: isListed)
   }
 
-  /// Lists tagged `index` under `queue`, once: it is added to `queue` (for a caller's handle to
-  /// coalesced work, the work's queue).
+  /// Lists tagged `index` under each of its tags: it was added to a queue (a caller's handle to
+  /// coalesced work: it joined the work), once.
   @inline(never)  // rare: kept out of the submission's line
-  mutating func listTags(of index: Int, in queue: Int) {
-    guard let entry = operationTags[index], entry.isListed, entry.queue < 0 else { return }
-    let tags = entry.tags
-    operationTags[index]!.queue = queue
-    for tag in tags { taggedOperations[tag, default: [:]][queue, default: []].insert(index) }
+  mutating func listTags(of index: Int) {
+    guard let entry = operationTags[index], entry.isListed else { return }
+    for tag in entry.tags { taggedOperations[tag, default: []].insert(index) }
   }
 
-  /// `index` ended: it leaves the lists it is in (its tags stay readable until its record is
-  /// freed).
+  /// `index` ended: it leaves the lists (its tags stay readable until its record is freed). One
+  /// that was never listed is in none, and removing it changes nothing.
   @inline(never)  // rare: kept out of the end's line
   mutating func unlistTags(of index: Int) {
-    guard let entry = operationTags[index], entry.queue >= 0 else { return }
-    operationTags[index]!.queue = -1
+    guard let entry = operationTags[index], entry.isListed else { return }
     for tag in entry.tags {
-      taggedOperations[tag]?[entry.queue]?.remove(index)
-      guard taggedOperations[tag]?[entry.queue]?.isEmpty == true else { continue }
-      taggedOperations[tag]![entry.queue] = nil
-      if taggedOperations[tag]!.isEmpty { taggedOperations[tag] = nil }
+      guard let position = taggedOperations.index(forKey: tag) else { continue }
+      taggedOperations.values[position].remove(index)
+      if taggedOperations.values[position].isEmpty { taggedOperations.remove(at: position) }
     }
   }
 
-  /// `index`'s record is being freed: its tags go.
+  /// `index`'s record is being freed: its tags go (it ended, or was never added to a queue).
   @inline(never)  // rare: kept out of the free's line
   mutating func forgetTags(of index: Int) {
-    unlistTags(of: index)
-    operationTags[index] = nil
+    operationTags.removeValue(forKey: index)
     operations[index].isTagged = false
   }
 
@@ -65,17 +57,19 @@ extension Scheduler {
     operations[index].isTagged ? operationTags[index]?.tags ?? [] : []
   }
 
-  /// The unfinished operations tagged `tag` in `queue` (every queue: `nil`), with their
-  /// identifiers, in creation order. O(k log k) in the k found.
+  /// The unfinished operations tagged `tag` in `queue` (every queue: `nil`; a caller's handle to
+  /// coalesced work counts in its work's queue), with their identifiers, in creation order.
+  /// O(k log k) in the k unfinished operations with the tag, on every queue.
   func tagged(_ tag: UInt64, in queue: Int?) -> [(index: Int, id: OperationID)] {
-    guard let byQueue = taggedOperations[tag] else { return [] }
+    guard let members = taggedOperations[tag] else { return [] }
     var found: [(index: Int, id: OperationID)] = []
-    if let queue {
-      for index in byQueue[queue] ?? [] { found.append((index, operations[index].id)) }
-    } else {
-      for members in byQueue.values {
-        for index in members { found.append((index, operations[index].id)) }
+    found.reserveCapacity(members.count)
+    for index in members {
+      if let queue {
+        let leader = operations[index].extrasBox == nil ? -1 : operations[index].leader
+        guard (leader >= 0 ? operations[leader].queue : operations[index].queue) == queue else { continue }
       }
+      found.append((index, operations[index].id))
     }
     found.sort { $0.id < $1.id }
     return found

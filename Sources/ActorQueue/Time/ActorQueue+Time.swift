@@ -72,10 +72,9 @@ extension ActorQueue {
         return submitNew(name: name, priority: priority, work, as: type) { scheduler, operation, effects in
           scheduler.submitExclusive(operation, request, to: index, now: Engine.now, &effects)
         }
-      case .tags(let tags):
+      case .tags(_, let ids):
         // Tags alone, another: an idle queue still starts the operation in one step.
-        let ids = TimeTraits(traits).tags
-        guard !tags.isEmpty else { return submit(name: name, priority: priority, work, as: type) }
+        guard !ids.isEmpty else { return submit(name: name, priority: priority, work, as: type) }
         return submitNew(name: name, priority: priority, work, as: type) { scheduler, operation, effects in
           scheduler.submitTagged(operation, ids, to: index, now: Engine.now, &effects)
         }

@@ -22,7 +22,9 @@ public struct OperationTrait: Sendable, CustomStringConvertible {
     case cost(Int64)
     /// Boxed: an existential inline would make every trait 40 bytes and its copies outlined.
     case condition(ConditionBox)
-    case tags([OperationTag])
+    /// The tags as given (for `description`), and their interned numbers without repeats,
+    /// worked out once here rather than for each operation that uses the trait.
+    case tags([OperationTag], ids: [UInt64])
   }
 
   let kind: Kind
@@ -84,7 +86,7 @@ public struct OperationTrait: Sendable, CustomStringConvertible {
         + (request.domain.map { " in \($0)" } ?? "")
     case .cost(let permits): "cost \(permits)"
     case .condition(let box): "condition \"\(box.condition.name)\""
-    case .tags(let tags): "tags \(tags.map(\.description).joined(separator: ", "))"
+    case .tags(let tags, _): "tags \(tags.map(\.description).joined(separator: ", "))"
     }
   }
 }

@@ -23,6 +23,8 @@ struct Sizes: Sendable {
   var exclusiveContended = 30_000
   /// Children of the group scenario's group (the size, also with --quick).
   var group = 10_000
+  /// Waiting ops among which the tags scenario's 100 tagged ones are (the size, also with --quick).
+  var taggedAmong = 100_000
   /// Seconds of backlog behind the rate scenario's bucket (each system, each run).
   var rateSeconds = 10
   var transfers = 120

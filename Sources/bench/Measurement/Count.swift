@@ -48,6 +48,12 @@ enum CountedWorkload: String, CaseIterable, Sendable {
   /// `independent-max4` with a condition on each operation that is satisfied at once: what a
   /// condition costs (its evaluation on the worker and the extra hold of the lock).
   case conditionMax4 = "condition-max4"
+  /// `cancelOperations(tagged:)` for 100 tagged ops among N waiting, ten times (a new 100 each
+  /// time): for callgrind with `--toggle-collect` on the call (Scripts/instructions.sh), not for
+  /// the difference of two sizes.
+  case cancelTagged = "cancel-tagged"
+  /// `independent-max4` with a tag on each operation: what a tag costs.
+  case taggedMax4 = "tagged-max4"
 
   /// Runs the workload `n` times.
   func run(_ n: Int) {
@@ -82,6 +88,16 @@ enum CountedWorkload: String, CaseIterable, Sendable {
       _ = Exclusive.actorQueue(n: n, limit: 1, traits: nil, suspended: true)
     case .groupMax4:
       _ = GroupScenario.actorQueue(n: n)
+    case .taggedMax4:
+      TagScenario.taggedMax4(n)
+    case .cancelTagged:
+      let (queue, _) = TagScenario.waiting(among: n, tag: "count-tag")
+      queue.cancelOperations(tagged: "count-tag")
+      for _ in 0..<10 {
+        for _ in 0..<TagScenario.tagged { queue.addOperation(traits: [.tags("count-tag")]) {} }
+        queue.cancelOperations(tagged: "count-tag")
+      }
+      queue.cancelAllOperations()
     case .rateLimitedMax4:
       let limiter = RateLimiter.tokenBucket(permits: 1_000_000_000, per: .seconds(1), burst: 1_000_000)
       _ = Independent.actorQueue(n: n, limit: 4, limiters: [limiter])

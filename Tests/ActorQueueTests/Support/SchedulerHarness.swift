@@ -150,8 +150,7 @@ struct SchedulerHarness {
         scheduler.submitExclusive(handle, request, to: queue, now: now, &effects)
       }
     }
-    if traits.count == 1, case .tags = traits[0].kind {
-      let tags = TimeTraits(traits).tags
+    if traits.count == 1, case .tags(_, let tags) = traits[0].kind {
       return event { scheduler, now, effects in
         guard !tags.isEmpty else { return scheduler.submit(handle, to: queue, now: now, &effects) }
         scheduler.submitTagged(handle, tags, to: queue, now: now, &effects)

@@ -24,6 +24,8 @@ struct ScriptGenerator: Sendable {
       LimiterSpec(window: random.chance(35), capacity: 1 + random.below(3), seconds: 1 + random.below(2))
     }
     let rateHeavy = random.chance(25)
+    // One script in four adds most of its plain ops with tags, so cancelling a tag finds many.
+    let tagHeavy = random.chance(25)
     if rateHeavy {
       steps.append(.setLimiters(queue: random.below(queueCount), limiters: random.chance(70) ? [0] : [0, 1]))
     }
@@ -59,6 +61,7 @@ struct ScriptGenerator: Sendable {
       var roll = random.below(242)
       if keyHeavy, roll < 18 { roll = 158 }
       if rateHeavy, roll < 18 { roll = 178 }
+      if tagHeavy, roll < 18 { roll = 224 }
       switch roll {
       case 0..<18:
         let queue = liveQueue(&random)

@@ -17,6 +17,8 @@
 #                      commit from before time traits)
 #   retry-max4         independent-max4 with each op failing once, retried at once (skipped for
 #                      a commit from before retries)
+#   cancel-tagged      cancelOperations(tagged:) for 100 tagged ops among 1,000 and among 100,000
+#                      waiting (callgrind collects inside the call only; skipped before tags)
 # Run it on a quiet machine, a few times: workers that linger poll and the records' storage is
 # judged by the clock, so the counts move by about 1% from run to run (the idle start's misses by
 # about 3%), and more when other work runs beside them. Installs valgrind from Debian's packages
@@ -93,3 +95,13 @@ per_op independent-max4 20000 120000
 per_op idle-start 50 250 idle-baseline
 [ "${timed:-yes}" = no ] || per_op deadline-max4 20000 120000
 if "$bench" --help 2>&1 | grep -q retry; then per_op retry-max4 20000 120000; fi
+if "$bench" --help 2>&1 | grep -qw tags; then
+  # Only inside the call (its mangled name): eleven calls of 100 each, among two backlogs.
+  call='$s10ActorQueueAAC16cancelOperations6taggedyAA12OperationTagV_tF'
+  for among in 1000 100000; do
+    valgrind --tool=callgrind --fair-sched=yes --toggle-collect="$call" \
+      --callgrind-out-file="$work/tagged.$among" "$bench" --count cancel-tagged "$among" >/dev/null 2>&1
+    awk -v among="$among" '/^(summary|totals):/ { printf "cancel-tagged      %8.0f instructions per call of 100 among %d waiting\n", $2 / 11, among; exit }' \
+      "$work/tagged.$among"
+  done
+fi

@@ -15,7 +15,7 @@ extension ActorQueue {
     Engine.run { $0.cancelTagged(tag.id, in: index, now: Engine.now, &$1) }
   }
 
-  /// ``cancelOperations(tagged:)`` on every queue of the process, a group's queue included, in
+  /// ``cancelOperations(tagged:)-swift.method`` on every queue of the process, a group's queue included, in
   /// one call: what leaving a screen whose requests went to several queues needs. Prepared
   /// operations not yet added to a queue are left alone.
   public nonisolated static func cancelOperations(tagged tag: OperationTag) {
@@ -23,7 +23,7 @@ extension ActorQueue {
   }
 
   /// The unfinished operations of this queue tagged `tag`, in the order they were created: what
-  /// ``cancelOperations(tagged:)`` would cancel (callers' handles to coalesced work included,
+  /// ``cancelOperations(tagged:)-swift.method`` would cancel (callers' handles to coalesced work included,
   /// the shared work itself not). A snapshot. Cost: O(k log k) in the k found.
   public nonisolated func operations(tagged tag: OperationTag) -> [AnyQueueOperation] {
     Engine.read { $0.taggedHandles(tag.id, in: index) }
@@ -40,7 +40,7 @@ extension AnyQueueOperation {
 }
 
 extension MainQueue {
-  /// See ``ActorQueue/cancelOperations(tagged:)``.
+  /// See ``ActorQueue/cancelOperations(tagged:)-swift.method``.
   public func cancelOperations(tagged tag: OperationTag) { queue.cancelOperations(tagged: tag) }
 
   /// See ``ActorQueue/operations(tagged:)``.

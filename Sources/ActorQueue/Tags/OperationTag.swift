@@ -52,7 +52,7 @@ public struct OperationTag: Sendable, Hashable, CustomStringConvertible, Express
 }
 
 extension OperationTrait {
-  /// Labels the operation with `tags`, so that ``ActorQueue/cancelOperations(tagged:)`` (one
+  /// Labels the operation with `tags`, so that ``ActorQueue/cancelOperations(tagged:)-swift.method`` (one
   /// queue), ``ActorQueue/cancelOperations(tagged:)-swift.type.method`` (every queue) and
   /// ``ActorQueue/operations(tagged:)`` reach it. Given several times, the tags add up; a repeated
   /// tag counts once; empty `tags` change nothing. A prepared operation's tags apply from when

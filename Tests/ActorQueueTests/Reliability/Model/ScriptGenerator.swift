@@ -24,7 +24,8 @@ struct ScriptGenerator: Sendable {
       LimiterSpec(window: random.chance(35), capacity: 1 + random.below(3), seconds: 1 + random.below(2))
     }
     let rateHeavy = random.chance(25)
-    // One script in four adds most of its plain ops with tags, so cancelling a tag finds many.
+    // One script in four adds most of its plain ops with tags, and cancels by tag instead of by
+    // handle half the time, so cancelling a tag finds many.
     let tagHeavy = random.chance(25)
     if rateHeavy {
       steps.append(.setLimiters(queue: random.below(queueCount), limiters: random.chance(70) ? [0] : [0, 1]))
@@ -52,6 +53,8 @@ struct ScriptGenerator: Sendable {
     /// then act on a group's queue (the model's indices after the script's queues, in the order
     /// the groups start; a step naming one that never started is skipped).
     var groups: [Int] = []
+    /// The queue and tags of each tagged add so far.
+    var taggedAdds: [(queue: Int, tags: [Int])] = []
     func anyQueue(_ random: inout SplitMix64) -> Int {
       groups.isEmpty || !random.chance(20)
         ? liveQueue(&random) : queueCount + random.below(min(groups.count, 2))
@@ -62,6 +65,7 @@ struct ScriptGenerator: Sendable {
       if keyHeavy, roll < 18 { roll = 158 }
       if rateHeavy, roll < 18 { roll = 178 }
       if tagHeavy, roll < 18 { roll = 224 }
+      if tagHeavy, (52..<56).contains(roll) { roll = 236 }
       switch roll {
       case 0..<18:
         let queue = liveQueue(&random)
@@ -290,12 +294,19 @@ struct ScriptGenerator: Sendable {
           .addTagged(
             op: nextOp, queue: queue, priority: random.below(5), tags: tags,
             body: body(&random, queues: queueCount)))
+        if !tags.isEmpty { taggedAdds.append((queue, tags)) }
         ops.append((nextOp, queue, false))
         if random.chance(30) { steps.append(.open(op: nextOp)) }
         nextOp += 1
       case 236..<242:
-        steps.append(
-          .cancelTagged(queue: random.chance(25) ? nil : anyQueue(&random), tag: random.chance(70) ? 0 : 1))
+        // Mostly the queue and a tag of one of the latest tagged adds, so that the call finds some.
+        if !taggedAdds.isEmpty, random.chance(75) {
+          let (queue, tags) = random.pick(Array(taggedAdds.suffix(3)))
+          steps.append(.cancelTagged(queue: random.chance(25) ? nil : queue, tag: random.pick(tags)))
+        } else {
+          steps.append(
+            .cancelTagged(queue: random.chance(25) ? nil : anyQueue(&random), tag: random.chance(70) ? 0 : 1))
+        }
       default:
         steps.append(.advance(seconds: 1 + random.below(2)))
       }

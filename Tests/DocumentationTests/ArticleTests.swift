@@ -523,8 +523,8 @@ struct ArticleTests {
     let transcript = Transcript()
     @Sendable func print(_ items: Any...) { transcript.print(items) }
     @Sendable func loadImage() async throws -> Int {
-      try await Task.sleep(for: .seconds(60))  // until cancelled
-      return 1
+      await untilCancelled()  // a load that runs until it is cancelled
+      throw CancellationError()
     }
 
     // snippet: docc-cancel-by-tag

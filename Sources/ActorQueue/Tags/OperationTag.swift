@@ -62,8 +62,10 @@ extension OperationTrait {
   /// load another screen still waits for. The shared work shows the tags of the call that
   /// created it (``AnyQueueOperation/tags``), and no tag reaches it directly.
   ///
-  /// Cost: O(tags) when the operation is added and when it ends, in hash-set updates; an
-  /// operation without tags pays nothing.
+  /// Cost: a few hash-table updates per tag when the operation is added, when it ends and when
+  /// its record is freed (with one tag, about 2,900 instructions in all, against about 4,400 for
+  /// the whole life of a trivial operation); an operation without tags pays nothing. Make tags
+  /// once where operations are added in a loop: each `OperationTag(name)` interns its name.
   public static func tags(_ tags: OperationTag...) -> OperationTrait {
     self.tags(tags)
   }

@@ -1804,8 +1804,12 @@ struct ReferenceModel: Sendable {
         let next = ops[op]!.allDependencies + (op == edge.dependent ? [edge.dependency] : [])
         for dependency in next where ops[dependency].map({ !$0.state.isTerminal }) ?? false {
           let waiting = ops[dependency]!
+          // One that may need a slot again: not started, retried, re-evaluated, or paused at a
+          // checkpoint it has not passed yet (by `pause()` or a limit lowered with the excess
+          // paused), when the group may hold its queue's last slot.
           if !inside.contains(waiting.queue), dependency != group,
             waiting.state == .waiting || waiting.retry != nil || waiting.answers != nil
+              || waiting.passed < waiting.body.checkpoints
           {
             return true
           }

@@ -86,6 +86,30 @@ struct TagTests {
     #expect(group.state == .finished)
   }
 
+  @Test("A tagged group: cancelling its tag cancels the group, and the group its children")
+  func taggedGroup() async throws {
+    let queue = ActorQueue(name: "screens")
+    let built = Gate()
+    let children = LockedValue<[AnyQueueOperation]>([])
+    let group = queue.addOperationGroup(
+      name: "profile", traits: [.tags("group-tag")], maxConcurrentOperationCount: 1
+    ) { group in
+      let running = group.queue.addOperation(name: "running") {
+        await untilCancelled()
+        try Task.checkCancellation()
+      }
+      let waiting = group.queue.addOperation(name: "waiting") {}
+      children.withLock { $0 = [running, waiting] }
+      built.open()
+    }
+    await built.wait()
+    #expect(queue.operations(tagged: "group-tag").map(\.id) == [group.id])
+    queue.cancelOperations(tagged: "group-tag")
+    await group.waitUntilFinished()
+    #expect(group.state == .cancelled)
+    #expect(children.withLock { $0.map(\.state) } == [.cancelled, .cancelled])
+  }
+
   @Test(
     "Coalesced work shows its first caller's tags; a tag reaches callers' handles, as their cancel() would")
   func coalescingTagsReachCallers() async throws {

@@ -449,8 +449,9 @@ private struct ValueRun {
 
   /// Whether `step` may run between two slices of the work left in ``SchedulerHarness/pendingBulk``
   /// and still agree with the model, which applies the call whole and then `step`: when it acts
-  /// only on queues that nothing connects (a dependency, a capture, shared work) to the queues
-  /// the call has left work in or holds; or, while that work is only walks cancelling every
+  /// only on queues that nothing connects (a dependency, a capture, shared work, keys or rate
+  /// limiters arbitrated across queues) to the queues the call has left work in or holds; or,
+  /// while that work is only walks cancelling every
   /// operation of their queues, when it cancels an operation of such a queue or adds one to it
   /// (the walk leaves out what was added after the call; its queue starts nothing until the
   /// walk ends, and then starts what the call and the step left ready).
@@ -510,6 +511,11 @@ private struct ValueRun {
         component[find(other)] = find(op.queue)
       }
     }
+    // Queues whose starts are arbitrated across queues (keys, possibly in the shared domain; rate
+    // limiters, possibly shared) are one too: the scheduler arbitrates once the call has ended, so
+    // an op added between its slices competes with what the call freed, as the model's does not.
+    let arbitrated = model.queues.indices.filter { model.queues[$0].hasKeys }
+    for queue in arbitrated.dropFirst() { component[find(queue)] = find(arbitrated[0]) }
     let touchedComponents = Set(touched.map(find))
     return stepQueues.allSatisfy { !touchedComponents.contains(find($0)) }
   }

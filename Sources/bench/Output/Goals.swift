@@ -148,9 +148,7 @@ func checkGoals(_ rows: inout [Row], sizes: Sizes) -> [GoalMeasurement] {
   ratioGoal(
     "group", GroupScenario.variant, versus: .taskPerOp, atLeast: 1 / 1.2,
     what: "a group of 10,000 children (≤ 1.2x a plain queue and a wait)")
-  // Issue 33's goal for cancelOperations(tagged:) (100 among 100,000 at most 2x the instructions
-  // of the same call among 1,000) is counted by Scripts/instructions.sh; the `tags` row's times
-  // add the cache misses of a hundred times the memory, and carry no goal.
+  // The `tags` row carries no goal: issue 33 bounds its call in instructions (Scripts/instructions.sh).
   // Issue 31: behind a token bucket on the system clock, starts come at most 2x as late (p99)
   // after their eligible instant as a bare Task.sleep wakes after its instant; never above
   // burst + rate · t; at least 98% of the permitted starts used (medians over the runs).

@@ -9,7 +9,8 @@ public struct OperationWaitReport: Sendable, Hashable, CustomStringConvertible {
   public let id: OperationID
   /// Its name, if it was given one.
   public let name: String?
-  /// Its state when the report was made: `.pending`, `.ready` or `.paused`.
+  /// Its state when the report was made: `.pending`, `.ready` or `.paused` (`.pending` while
+  /// its submitter waits for ``Reason/capacity``).
   public let state: OperationState
   /// Its priority when the report was made.
   public let priority: OperationPriority
@@ -103,7 +104,12 @@ public struct OperationWaitReport: Sendable, Hashable, CustomStringConvertible {
     public static func condition(_ name: String, until instant: QueueDeadline) -> Reason {
       Reason(kind: .condition, instant: instant, conditionName: name)
     }
-    /// `dependency op#9`, `slot`, `suspended`, `paused`, `retry at 1.5s (manual #3)`,
+    /// Its queue is full (``ActorQueue/capacity``) and its submitter waits in
+    /// ``ActorQueue/addOperationWaitingForCapacity(name:priority:traits:_:)->QueueOperation<Success>``: it is not in the queue
+    /// yet, holds nothing, and is added, first come first served, once an operation of the queue
+    /// ends (or the capacity rises). Listed after the queue's operations, in the order they are served.
+    public static let capacity = Reason(kind: .capacity)
+    /// `dependency op#9`, `slot`, `suspended`, `paused`, `capacity`, `retry at 1.5s (manual #3)`,
     /// `deadline at 30.0s (system)`, `key "db" held by op#12`, `permits until 0.2s (manual #1)`,
     /// `condition "online" until 5.0s (manual #1)`.
     public var description: String {
@@ -142,11 +148,16 @@ public struct OperationWaitReport: Sendable, Hashable, CustomStringConvertible {
       public static let permits = Kind(rawValue: 7)
       /// ``Reason/condition(_:until:)``.
       public static let condition = Kind(rawValue: 8)
+      /// ``Reason/capacity``.
+      public static let capacity = Kind(rawValue: 9)
 
-      /// `dependency`, `slot`, `suspended`, `paused`, `retry`, `deadline`, `key`, `permits` or `condition`.
+      /// `dependency`, `slot`, `suspended`, `paused`, `retry`, `deadline`, `key`, `permits`,
+      /// `condition` or `capacity`.
       public var description: String {
-        ["dependency", "slot", "suspended", "paused", "retry", "deadline", "key", "permits", "condition"][
-          Int(rawValue)]
+        [
+          "dependency", "slot", "suspended", "paused", "retry", "deadline", "key", "permits", "condition",
+          "capacity",
+        ][Int(rawValue)]
       }
     }
   }

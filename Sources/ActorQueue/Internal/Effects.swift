@@ -198,6 +198,12 @@ struct SchedulerEffects: Sendable {
     }
   }
 
+  /// Let a submitter waiting for capacity go on: its operation was added, or (`false`) its task
+  /// was cancelled first.
+  mutating func resumeSubmitter(_ continuation: CheckedContinuation<Bool, Never>, added: Bool) {
+    recorded.resumptions.append { continuation.resume(returning: added) }
+  }
+
   /// Let a task suspended at a checkpoint go on, or throw `CancellationError`.
   mutating func resumeCheckpoint(_ resume: @escaping @Sendable (_ cancelled: Bool) -> Void, cancelled: Bool) {
     recorded.resumptions.append { resume(cancelled) }

@@ -80,6 +80,11 @@ struct QueueRecord: Sendable {
   /// It is an operation group's queue (``OperationGroup/queue``), whose group is in
   /// `Scheduler.groupRecords`: one flag for the paths every add and end take.
   var isGroup = false
+  /// The most unfinished operations a submitter that asks for space may add to (``ActorQueue/capacity``);
+  /// `Int.max`: unbounded.
+  var capacity = Int.max
+  /// Submitters wait for space (`Scheduler.capacityLines`): one flag for the path every end takes.
+  var hasCapacityWaiters = false
 
   /// Leaves the list of queues the current event changed; returns the next one there.
   mutating func untouch() -> Int {

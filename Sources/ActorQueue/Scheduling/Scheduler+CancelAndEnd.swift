@@ -317,6 +317,7 @@ extension Scheduler {
     if previous >= 0 { operations[previous].nextInQueue = next } else { queues[queue].first = next }
     if next >= 0 { operations[next].previousInQueue = previous } else { queues[queue].last = previous }
     queues[queue].unfinishedCount -= 1
+    if queues[queue].hasCapacityWaiters { noteSpace(in: queue) }
     if queues[queue].unfinishedCount == 0 {
       if !queues[queue].allFinishedWaiters.isEmpty {
         effects.wake(queues[queue].allFinishedWaiters)

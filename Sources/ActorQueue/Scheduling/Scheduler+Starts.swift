@@ -20,11 +20,13 @@ extension Scheduler {
     if hasTimeWork { settleTime(now: now, &effects) }
     if hasBulk { holdOrLetGoQueues() }
     repeat {
+      // Submitters waiting for the space an end freed are added before anything starts.
+      if hasCapacityWork { serveWaitingSubmitters(now: now, &effects) }
       decideStarts(now: now, &effects)
       // Timeouts of bodies just started; operations found with an impossible cost end; the timer
       // task.
       if hasTimeWork { settleTime(now: now, &effects) }
-    } while firstTouched >= 0 || (needsArbitration && !arbitrationDeferred)
+    } while firstTouched >= 0 || hasCapacityWork || (needsArbitration && !arbitrationDeferred)
     // An end that freed the last record leaves every record free: the storage is judged. Tested
     // here, not in the callee, so that the common event makes no call.
     if freeOperations.count == operations.count { judgeStorageIfAllFree(now: now) }
@@ -166,6 +168,9 @@ extension Scheduler {
   mutating func claimOrIdle(
     _ worker: Worker, queue: Int, now: () -> SchedulerInstant, _ effects: inout Effects
   ) -> WorkerAction {
+    // The operation that just ended may have made space for a waiting submitter, whose operation
+    // then competes for the slot it freed.
+    if hasCapacityWork { serveWaitingSubmitters(now: now, &effects) }
     if queues[queue].isArbitrated {
       return claimByArbitration(worker, queue: queue, countedStarting: true, now: now, &effects)
     }

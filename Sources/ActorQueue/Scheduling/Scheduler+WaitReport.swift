@@ -1,7 +1,8 @@
 /// Why operations are not running (``ActorQueue/waitReport()``): a read, under the lock.
 extension Scheduler {
   /// Every operation of `queue` that has not started or whose body is paused, with what it waits
-  /// for, in submission order. O(operations of the queue + timers of its clock), in one hold of
+  /// for, in submission order, then the operations of submitters waiting for space, first served
+  /// first. O(operations of the queue + timers of its clock), in one hold of
   /// the lock; copies names, retains nothing of the user's. `now`: the system clock's instant.
   func waitReport(of queue: Int, now: () -> SchedulerInstant) -> [OperationWaitReport] {
     let clock = QueueClock(id: queues[queue].clock)
@@ -34,6 +35,12 @@ extension Scheduler {
             priority: operations[index].priority, waitingFor: reasons))
       }
       index = operations[index].nextInQueue
+    }
+    for waiting in capacityWaiters(of: queue) {
+      reports.append(
+        OperationWaitReport(
+          id: operations[waiting].id, name: operations[waiting].name, state: operations[waiting].phase.state,
+          priority: operations[waiting].priority, waitingFor: [.capacity]))
     }
     return reports
   }

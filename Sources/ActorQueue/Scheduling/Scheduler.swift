@@ -123,6 +123,11 @@ struct Scheduler: Sendable {
   var operationTags: [Int: OperationTags] = [:]
   /// The unfinished operations added to a queue with each tag (record indices).
   var taggedOperations: [UInt64: Set<Int>] = [:]
+  /// The submitters waiting for space in each full queue, by queue index (see `Scheduler+Capacity.swift`).
+  var capacityLines: [Int: CapacityLine] = [:]
+  /// Queues with waiting submitters and space for some, served before the event decides starts.
+  var queuesWithSpace: [Int] = []
+  var hasCapacityWork = false
   var freeQueues: [Int] = []
   var nextQueueGeneration: UInt64 = 0
   /// Submission order: one counter for all queues.

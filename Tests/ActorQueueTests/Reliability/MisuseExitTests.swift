@@ -56,6 +56,16 @@ struct ReliabilityMisuseTests {
     Self.expectNamesMisuse(result, ["OperationTag needs a name"])
   }
 
+  @Test("A capacity below 1 stops with a message naming it", arguments: [0, -3])
+  func invalidCapacity(capacity: Int) async {
+    let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      [capacity = capacity as Int] in
+      let queue = ActorQueue(name: "misuse")
+      queue.capacity = capacity
+    }
+    Self.expectNamesMisuse(result, ["capacity must be at least 1", "got \(capacity)", "isSuspended"])
+  }
+
   @Test("Joining coalesced work with another result type stops with a message naming the key and both types")
   func coalescingResultTypeMismatch() async {
     let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {

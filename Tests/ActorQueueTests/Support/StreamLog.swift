@@ -175,6 +175,14 @@ func registeredAllFinishedWaiters(of queue: ActorQueue) -> Int {
   Engine.read { $0.queues[queue.index].allFinishedWaiters.count }
 }
 
+/// The submitters suspended in `addOperationWaitingForCapacity` of `queue` (lined up and
+/// attached to their continuation), first served first: their operations' ids.
+func suspendedSubmitters(of queue: ActorQueue) -> [OperationID] {
+  Engine.read { scheduler in
+    scheduler.suspendedSubmitters(of: queue.index).map { scheduler.operations[$0].id }
+  }
+}
+
 /// The number of live subscribers of `queue.events`.
 func queueSubscriberCount(of queue: ActorQueue) -> Int {
   Engine.read { $0.queues[queue.index].subscribers.count }

@@ -307,6 +307,8 @@ private final class RealRun {
   var weakOps: [Int: Weak<AnyQueueOperation>] = [:]
   var ids: [Int: OperationID] = [:]
   var gates: [Int: Permits] = [:]
+  /// The tasks of `addWaiting` ops whose handle the script does not have yet.
+  var submitters: [Int: Task<QueueOperation<Int>, any Error>] = [:]
   /// The conditions of `addConditional` ops.
   var conditions: [Int: Weak<ScriptCondition>] = [:]
   var tokens: [Int: Weak<Token>] = [:]
@@ -448,6 +450,9 @@ private final class RealRun {
     let expectation = model.apply(step, index: index)
     // Ops created by this step get ids before the checker sees registrations for them.
     if let failure = act(step, expectation) {
+      return ScriptFailure(step: index, message: "\(step): \(failure)")
+    }
+    if let failure = await settleSubmitters() {
       return ScriptFailure(step: index, message: "\(step): \(failure)")
     }
     for registration in model.journal[journalBefore...] { checker.register(registration) }
@@ -739,6 +744,26 @@ private final class RealRun {
         name: "op\(op)", priority: OperationPriority.allCases[priority], traits: traits, body(op, spec))
       typed[op] = operation
       track(op, operation, spec)
+    case .setCapacity(let queue, let capacity):
+      boxes[queue]!.queue.capacity = capacity
+    case .addWaiting(let op, let queue, let priority, let spec):
+      let work = body(op, spec)
+      let target = boxes[queue]!.queue
+      let priority = OperationPriority.allCases[priority]
+      submitters[op] = Task {
+        try await target.addOperationWaitingForCapacity(name: "op\(op)", priority: priority, work)
+      }
+    case .tryAdd(let op, let queue, let priority, let spec):
+      let added = boxes[queue]!.queue.tryAddOperation(
+        name: "op\(op)", priority: OperationPriority.allCases[priority], body(op, spec))
+      guard let added else {
+        return model.ops[op] == nil ? nil : "tryAddOperation returned nil; the model adds it"
+      }
+      guard model.ops[op] != nil else { return "tryAddOperation added it; the model finds the queue full" }
+      typed[op] = added
+      track(op, added, spec)
+    case .cancelWaiting(let op):
+      submitters[op]!.cancel()
     case .cancelTagged(let queue, let tag):
       if let queue {
         self.queue(queue).cancelOperations(tagged: scriptTags[tag])
@@ -948,8 +973,60 @@ private final class RealRun {
 
   /// Waits until the real queues run what the model runs; lets the bodies the model moves move,
   /// one at a time, in the model's order; then compares every op's exact state.
+  /// The `addWaiting` submitters against the model: one the model added returns its handle (the
+  /// script holds it from now on), one it dropped throws `CancellationError`, and each queue's
+  /// suspended submitters are the model's line, in order.
+  private func settleSubmitters() async -> String? {
+    for op in submitters.keys.sorted() {
+      let task = submitters[op]!
+      if model.ops[op] == nil {
+        submitters[op] = nil
+        switch await task.result {
+        case .success: return "op\(op)'s submitter was cancelled, but its add returned"
+        case .failure(let error) where !(error is CancellationError):
+          return "op\(op)'s submitter threw \(error), expected CancellationError"
+        case .failure: break
+        }
+      } else if model.ops[op]!.enqueued {
+        submitters[op] = nil
+        guard case .success(let operation) = await task.result else {
+          return "op\(op)'s submitter threw, but the model added it"
+        }
+        if operation.name != "op\(op)" { return "op\(op)'s submitter returned \(operation.name ?? "?")" }
+        typed[op] = operation
+        track(op, operation, model.ops[op]!.body)
+      }
+    }
+    for queue in model.queues.indices where model.isBase(queue) && model.isLive(queue: queue) {
+      let line = model.line(of: queue)
+      let target = boxes[queue]!.queue
+      guard
+        await eventuallyFreed(within: .seconds(10), { suspendedSubmitters(of: target).count == line.count })
+      else {
+        return "q\(queue) has \(suspendedSubmitters(of: target).count) suspended submitters, the model "
+          + "\(line.map { "op\($0)" })"
+      }
+      let names = Engine.read { scheduler in
+        scheduler.capacityWaiters(of: target.index).map { scheduler.operations[$0].name ?? "?" }
+      }
+      if names != line.map({ "op\($0)" }) {
+        return "q\(queue)'s waiting submitters are \(names), the model's \(line.map { "op\($0)" })"
+      }
+      let capacity = target.capacity ?? .max
+      // An end the model made in its step may come in a worker's event just after.
+      let count = model.unfinishedCount(in: queue)
+      _ = await eventuallyFreed(within: .seconds(10)) { target.operationCount == count }
+      if capacity != model.queues[queue].capacity || target.operationCount != count {
+        return "q\(queue) holds \(target.operationCount) of \(capacity), the model "
+          + "\(model.unfinishedCount(in: queue)) of \(model.queues[queue].capacity)"
+      }
+    }
+    return nil
+  }
+
   private func quiesce(step: Int) async -> String? {
     while true {
+      if let problem = await settleSubmitters() { return problem }
       // A call done in slices (an end that releases many dependents, on a worker's thread) may
       // interleave with this thread's reads: the model's outcome holds once it returned.
       guard

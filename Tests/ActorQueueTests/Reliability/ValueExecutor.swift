@@ -56,6 +56,11 @@ struct ValueExecutor: ScriptExecutor {
   static let groupsFailedByChildren = Atomic<Int>(0)
   /// Unfinished ops cancelled by tag.
   static let cancelledByTag = Atomic<Int>(0)
+  /// Submitters lined up, served from a line, cancelled there; `tryAdd`s refused.
+  static let linedUp = Atomic<Int>(0)
+  static let served = Atomic<Int>(0)
+  static let cancelledWaiting = Atomic<Int>(0)
+  static let refusedTries = Atomic<Int>(0)
 
   func run(_ script: Script) async -> ScriptFailure? {
     var run = ValueRun(script: script, waitsOutLingers: waitsOutLingers)
@@ -145,6 +150,10 @@ private struct ValueRun {
     }
     ValueExecutor.parked.add(model.parks, ordering: .relaxed)
     ValueExecutor.cancelledByTag.add(model.taggedCancels, ordering: .relaxed)
+    ValueExecutor.linedUp.add(model.linedUp, ordering: .relaxed)
+    ValueExecutor.served.add(model.served, ordering: .relaxed)
+    ValueExecutor.cancelledWaiting.add(model.cancelledWaiting, ordering: .relaxed)
+    ValueExecutor.refusedTries.add(model.refusedTries, ordering: .relaxed)
     ValueExecutor.grants.add(model.grants, ordering: .relaxed)
     ValueExecutor.throttled.add(model.throttles, ordering: .relaxed)
     if let violation = model.rateViolation() { return ScriptFailure(step: nil, message: violation) }
@@ -221,6 +230,52 @@ private struct ValueRun {
     }
     if let problem = tagIndexProblem() {
       return ScriptFailure(step: index, message: "after \(step): \(problem)")
+    }
+    if let problem = capacityProblem() {
+      return ScriptFailure(step: index, message: "after \(step): \(problem)")
+    }
+    return nil
+  }
+
+  /// Each queue's capacity, count and line of waiting submitters against the model's: a waiting
+  /// submitter's operation holds nothing (in no queue, no phase but pending, no tag listed), and
+  /// submitters wait only while their queue is full.
+  private func capacityProblem() -> String? {
+    let scheduler = harness.scheduler
+    for (scriptQueue, queue) in queues.enumerated()
+    where queues.lastIndex(of: queue) == scriptQueue && model.isLive(queue: scriptQueue) {
+      let record = scheduler.queues[queue]
+      let modelQueue = model.queues[scriptQueue]
+      if record.capacity != modelQueue.capacity {
+        return "q\(scriptQueue)'s capacity is \(record.capacity), the model's \(modelQueue.capacity)"
+      }
+      if record.unfinishedCount != model.unfinishedCount(in: scriptQueue) {
+        return "q\(scriptQueue) counts \(record.unfinishedCount) unfinished, the model "
+          + "\(model.unfinishedCount(in: scriptQueue))"
+      }
+      let line = scheduler.capacityWaiters(of: queue)
+      let expected = model.line(of: scriptQueue).map { harness.index(Self.name($0)) }
+      if line != expected {
+        let names = line.map { scheduler.operations[$0].name ?? "?" }
+        return
+          "q\(scriptQueue)'s waiting submitters are \(names), the model's \(model.line(of: scriptQueue).map(Self.name))"
+      }
+      if record.hasCapacityWaiters != !line.isEmpty {
+        return
+          "q\(scriptQueue) has waiting submitters flagged \(record.hasCapacityWaiters) with \(line.count) waiting"
+      }
+      if !line.isEmpty, record.unfinishedCount < record.capacity {
+        return
+          "q\(scriptQueue) has room (\(record.unfinishedCount) of \(record.capacity)) but submitters wait"
+      }
+      for index in line {
+        let waiting = scheduler.operations[index]
+        if waiting.wasEnqueued || waiting.phase.state != .pending || waiting.queue >= 0 {
+          return
+            "\(waiting.name ?? "?") waits for space but holds something: enqueued \(waiting.wasEnqueued), "
+            + "\(waiting.phase.state), queue \(waiting.queue)"
+        }
+      }
     }
     return nil
   }
@@ -339,6 +394,16 @@ private struct ValueRun {
             + "\(dependencies.sorted()) and \(expected)"
         }
       }
+      // Then the operations of waiting submitters, first served first.
+      let waitingOrder = scheduler.waitReport(of: queue, now: { harness.now }).filter {
+        $0.waitingFor == [.capacity]
+      }.compactMap { opOfID[$0.id] }
+      if waitingOrder != model.line(of: scriptQueue) {
+        return
+          "queue \(scriptQueue)'s wait report lists \(waitingOrder.map(Self.name)) waiting for capacity, "
+          + "the model \(model.line(of: scriptQueue).map(Self.name))"
+      }
+      for op in waitingOrder { reported[op] = nil }
       if let (op, report) = reported.first {
         return "op\(op) is in queue \(scriptQueue)'s wait report (\(report)) but not the model's waiting ops"
       }
@@ -456,6 +521,9 @@ private struct ValueRun {
   /// (the walk leaves out what was added after the call; its queue starts nothing until the
   /// walk ends, and then starts what the call and the step left ready).
   private func interleavable(_ step: Step) -> Bool {
+    // Submitters are served as each slice frees space, the model's after the whole call: never
+    // between slices while a queue is bounded.
+    guard !model.queues.contains(where: { $0.capacity != .max || !$0.line.isEmpty }) else { return false }
     let work = harness.pendingBulk
     let scheduler = harness.scheduler
     func scriptQueue(ofRecord index: Int) -> Int? { queues.lastIndex(of: scheduler.operations[index].queue) }
@@ -529,8 +597,13 @@ private struct ValueRun {
       .addCoalesced(_, _, let queue, _, _, let body, _), .addTimed(_, let queue, _, _, _, let body),
       .addTagged(_, let queue, _, _, let body),
       .addRetrying(_, let queue, _, _, let body), .addExclusive(_, let queue, _, _, _, let body),
-      .addConditional(_, let queue, _, _, _, _, let body, _):
+      .addConditional(_, let queue, _, _, _, _, let body, _), .addWaiting(_, let queue, _, let body),
+      .tryAdd(_, let queue, _, let body):
       return [queue] + body.captures
+    case .setCapacity(let queue, _):
+      return [queue]
+    case .cancelWaiting(let op):
+      return queueOf(op)
     case .addAfter(_, let queue, _, let inputs, let body):
       return [queue] + body.captures + inputs.flatMap(queueOf)
     case .batch(let queue, let prepared, let dependencies):
@@ -649,6 +722,41 @@ private struct ValueRun {
       let target = queue.map { queues[$0] }
       let id = valueScriptTags[tag].id
       harness.event { s, now, e in s.cancelTagged(id, in: target, now: now, &e) }
+    case .setCapacity(let queue, let capacity):
+      let target = queues[queue]
+      harness.event { s, now, e in s.setCapacity(capacity ?? .max, of: target, now: now, &e) }
+    case .addWaiting(let op, let queue, let priority, _):
+      // Created, then added or lined up in one event, as `addOperationWaitingForCapacity` does; a
+      // lined-up submitter never suspends here (no continuation: served or cancelled as it is).
+      let handle = harness.makeOperation(Self.name(op), priority: OperationPriority.allCases[priority])
+      let target = queues[queue]
+      let added = harness.event { s, now, e in
+        switch s.submitOrLineUp(handle, to: target, now: now, &e) {
+        case .added(let spawn):
+          if let spawn { e.spawn(spawn) }
+          return true
+        case .lined: return false
+        }
+      }
+      if added == model.ops[op]!.awaitingSpace {
+        return "added \(added ? "at once" : "nothing"); the model \(added ? "lines it up" : "adds it")"
+      }
+    case .tryAdd(let op, let queue, let priority, _):
+      let target = queues[queue]
+      let space = harness.scheduler.hasSpace(in: target)
+      if space != (model.ops[op] != nil) { return "tryAdd found space \(space); the model \(!space)" }
+      if space { harness.add(Self.name(op), priority: OperationPriority.allCases[priority], to: target) }
+    case .cancelWaiting(let op):
+      // The model has dropped the op: its queue is the one the record waits in.
+      let name = Self.name(op)
+      let index = harness.index(name)
+      guard let target = queues.first(where: { harness.scheduler.capacityWaiters(of: $0).contains(index) })
+      else {
+        return "\(name) waits in no queue's line"
+      }
+      harness.event { s, _, e in s.stopWaitingForSpace(of: index, in: target, &e) }
+      // Its submitter throws, and lets go of the handle: the record is freed.
+      harness.handleGone(name)
     case .addAfter(let op, let queue, let priority, let inputs, _):
       let handle = harness.makeOperation(Self.name(op), priority: OperationPriority.allCases[priority])
       let inputHandles = inputs.map { harness[Self.name($0)] }
@@ -1080,6 +1188,10 @@ struct ValueRandomScriptTests {
         + "\(ValueExecutor.groupChildren.load(ordering: .relaxed)) children, "
         + "\(ValueExecutor.groupsFailedByChildren.load(ordering: .relaxed)) of them failed by a child; "
         + "\(ValueExecutor.cancelledByTag.load(ordering: .relaxed)) ops cancelled by tag; "
+        + "\(ValueExecutor.linedUp.load(ordering: .relaxed)) submitters waited for space, "
+        + "\(ValueExecutor.served.load(ordering: .relaxed)) were served, "
+        + "\(ValueExecutor.cancelledWaiting.load(ordering: .relaxed)) gave up; "
+        + "\(ValueExecutor.refusedTries.load(ordering: .relaxed)) tryAdds found the queue full; "
         + "\(FreeRecordCheck.checkedRecords.load(ordering: .relaxed)) free records were as reuse assumes; "
         + "\(PhaseCheck.checkedRecords.load(ordering: .relaxed)) live records' phases agreed with their queues"
     )

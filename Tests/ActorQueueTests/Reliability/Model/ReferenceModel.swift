@@ -197,6 +197,9 @@ struct ReferenceModel: Sendable {
     var creation = 0
     /// Its tags (the script's, by number).
     var tags: Set<Int> = []
+    /// Its submitter waits for space in its full queue (`addWaiting`): in the queue's line, not
+    /// added, and the script has no handle yet.
+    var awaitingSpace = false
 
     // Bodies
     /// Permits the script gave (every one at once for an auto body).
@@ -327,6 +330,9 @@ struct ReferenceModel: Sendable {
     var admission = 0
     var childFailed = false
     var groupDeadline: Int?
+    /// Its capacity (`Int.max`: none), and the ops of submitters waiting for space, first served first.
+    var capacity = Int.max
+    var line: [Int] = []
   }
 
   /// The queues the script made (a group's queue comes after them).
@@ -365,6 +371,11 @@ struct ReferenceModel: Sendable {
   private var nextCreation = 0
   /// Unfinished ops a cancel-by-tag step cancelled, so far.
   private(set) var taggedCancels = 0
+  /// Submitters lined up in a full queue, served from a line, cancelled in one; `tryAdd`s refused.
+  private(set) var linedUp = 0
+  private(set) var served = 0
+  private(set) var cancelledWaiting = 0
+  private(set) var refusedTries = 0
   private var nextStart = 0
   private var nextMovable = 0
   /// Bodies that may move, with when they became able to: they move in that order.
@@ -534,6 +545,39 @@ struct ReferenceModel: Sendable {
       create(op, queue: queue, priority: priority, body: body)
       enqueue(op)
       return .done
+    case .setCapacity(let queue, let capacity):
+      guard isBase(queue), isLive(queue: queue), (capacity ?? 1) >= 1 else { return .skip }
+      queues[queue].capacity = capacity ?? .max
+      return .done
+    case .addWaiting(let op, let queue, let priority, let body):
+      guard isBase(queue), isLive(queue: queue), ops[op] == nil, validCaptures(body) else { return .skip }
+      let space = hasSpace(queue)
+      create(op, queue: queue, priority: priority, body: body)
+      if space {
+        enqueue(op)
+      } else {
+        ops[op]!.awaitingSpace = true
+        ops[op]!.handleHeld = false
+        queues[queue].line.append(op)
+        linedUp += 1
+      }
+      return .done
+    case .tryAdd(let op, let queue, let priority, let body):
+      guard isBase(queue), isLive(queue: queue), ops[op] == nil, validCaptures(body) else { return .skip }
+      // Full: nil, and no op.
+      guard hasSpace(queue) else {
+        refusedTries += 1
+        return .done
+      }
+      create(op, queue: queue, priority: priority, body: body)
+      enqueue(op)
+      return .done
+    case .cancelWaiting(let op):
+      guard let model = ops[op], model.awaitingSpace else { return .skip }
+      queues[model.queue].line.removeAll { $0 == op }
+      ops[op] = nil
+      cancelledWaiting += 1
+      return .done
     case .addAfter(let op, let queue, let priority, let inputs, let body):
       guard isBase(queue), isLive(queue: queue), ops[op] == nil, validCaptures(body), !inputs.isEmpty,
         inputs.allSatisfy({ handleHeld($0) && ops[$0]?.isBarrier == false })
@@ -652,7 +696,8 @@ struct ReferenceModel: Sendable {
       ops[op]!.handleHeld = false
       return .done
     case .releaseQueue(let queue):
-      guard isBase(queue), isLive(queue: queue) else { return .skip }
+      // A waiting submitter holds its queue.
+      guard isBase(queue), isLive(queue: queue), queues[queue].line.isEmpty else { return .skip }
       if queues[queue].suspended {
         // Released while suspended: its deinit cancels what waits in it, and its paused bodies.
         // Only when nothing that is still running or waiting holds its owner (else it is the
@@ -838,6 +883,33 @@ struct ReferenceModel: Sendable {
         && (queue == nil || op.queue == queue)
     }.sorted { $0.value.creation < $1.value.creation }.map(\.key)
   }
+
+  /// A submitter that asks may add to `queue` now: below its capacity, nobody waiting before it.
+  private func hasSpace(_ queue: Int) -> Bool {
+    queues[queue].line.isEmpty && unfinishedCount(in: queue) < queues[queue].capacity
+  }
+
+  /// What the queue's capacity counts: its unfinished ops (`operationCount`).
+  func unfinishedCount(in queue: Int) -> Int {
+    ops.values.reduce(0) { $0 + ($1.queue == queue && $1.enqueued && !$1.state.isTerminal ? 1 : 0) }
+  }
+
+  /// Adds the ops of waiting submitters while their queues have space, first come first served,
+  /// queues in index order: before anything starts, so that one competes for the slot an end freed.
+  private mutating func serveLines() {
+    for queue in queues.indices where !queues[queue].line.isEmpty {
+      while !queues[queue].line.isEmpty, unfinishedCount(in: queue) < queues[queue].capacity {
+        let op = queues[queue].line.removeFirst()
+        ops[op]!.awaitingSpace = false
+        ops[op]!.handleHeld = true
+        enqueue(op)
+        served += 1
+      }
+    }
+  }
+
+  /// The ops of submitters waiting for space in `queue`, first served first.
+  func line(of queue: Int) -> [Int] { queue < queues.count ? queues[queue].line : [] }
 
   /// The queue's unfinished ops (followers are in no queue), in submission order.
   private func unfinished(in queue: Int) -> [Int] {
@@ -1219,6 +1291,7 @@ struct ReferenceModel: Sendable {
     endLocks()
     repeat {
       cancelSiblings()
+      serveLines()
       startWhatMayStart()
       endLocks()
       // Heads found with a cost their limiters never grant end, and what follows them may start.
@@ -1228,6 +1301,7 @@ struct ReferenceModel: Sendable {
         for op in found where ops[op]!.state == .waiting && ops[op]!.cost > capacity(of: ops[op]!.queue) {
           end(op, as: .failed)
         }
+        serveLines()
         startWhatMayStart()
         endLocks()
       }
@@ -1263,7 +1337,8 @@ struct ReferenceModel: Sendable {
     for (op, model) in ops {
       let isShared = !model.followers.isEmpty
       // A condition being evaluated: its worker holds its handle.
-      if model.handleHeld || model.evaluating
+      // A waiting submitter holds its op.
+      if model.handleHeld || model.evaluating || model.awaitingSpace
         || (model.enqueued && model.leader == nil && !model.state.isTerminal && (!model.letGo || isShared))
       {
         kept.insert(op)
@@ -1969,7 +2044,8 @@ struct ReferenceModel: Sendable {
   func opsAllowedAlive() -> Set<Int> {
     var alive = Set(
       ops.filter {
-        $0.value.handleHeld || (($0.value.enqueued || $0.value.leader != nil) && !$0.value.state.isTerminal)
+        $0.value.handleHeld || $0.value.awaitingSpace
+          || (($0.value.enqueued || $0.value.leader != nil) && !$0.value.state.isTerminal)
       }.keys)
     var stack = Array(alive)
     while let op = stack.popLast() {

@@ -157,6 +157,15 @@ enum Step: Codable, Sendable, Hashable, CustomStringConvertible {
   case addTagged(op: Int, queue: Int, priority: Int, tags: [Int], body: BodySpec)
   /// `queue.cancelOperations(tagged:)`, or with no queue `ActorQueue.cancelOperations(tagged:)`.
   case cancelTagged(queue: Int?, tag: Int)
+  /// `queue.capacity = capacity` (nil: no bound).
+  case setCapacity(queue: Int, capacity: Int?)
+  /// `op = try await queue.addOperationWaitingForCapacity(priority:) { body }`, in a task of its own:
+  /// added at once, or lined up until the queue has space (the script holds its handle once added).
+  case addWaiting(op: Int, queue: Int, priority: Int, body: BodySpec)
+  /// `op = queue.tryAddOperation(priority:) { body }`: nil (no op) when the queue is full.
+  case tryAdd(op: Int, queue: Int, priority: Int, body: BodySpec)
+  /// Cancels the task of `addWaiting` op `op` while it waits: it throws, and nothing is added.
+  case cancelWaiting(op: Int)
 
   var description: String {
     switch self {
@@ -172,6 +181,12 @@ enum Step: Codable, Sendable, Hashable, CustomStringConvertible {
         + "{ \(body) }"
     case .cancelTagged(let queue, let tag):
       "\(queue.map { "q\($0)" } ?? "ActorQueue").cancelOperations(tagged: t\(tag))"
+    case .setCapacity(let queue, let capacity): "q\(queue).capacity = \(capacity.map(String.init) ?? "nil")"
+    case .addWaiting(let op, let queue, let priority, let body):
+      "op\(op) = try await q\(queue).addOperationWaitingForCapacity(priority: \(priority.priorityName)) { \(body) }"
+    case .tryAdd(let op, let queue, let priority, let body):
+      "op\(op) = q\(queue).tryAddOperation(priority: \(priority.priorityName)) { \(body) }"
+    case .cancelWaiting(let op): "cancel the task waiting to add op\(op)"
     case .setLimiters(let queue, let limiters):
       "q\(queue).rateLimiters = [" + limiters.map { "l\($0)" }.joined(separator: ", ") + "]"
     case .addCosted(let op, let queue, let priority, let cost, let body):

@@ -1,7 +1,8 @@
 /// Generates random scripts from a seed: every public action, weighted so that the interesting
 /// interleavings (cancellation cascades, barriers, limit and suspension changes, pauses at
 /// checkpoints, excess pausing, coalesced work joined and cancelled, deadlines and timeouts passing
-/// as the clock advances, conditions answering in turn, operations cancelled by tag) come up often.
+/// as the clock advances, conditions answering in turn, operations cancelled by tag, submitters
+/// waiting for space in full queues) come up often.
 struct ScriptGenerator: Sendable {
   var minSteps = 12
   var maxSteps = 40
@@ -27,6 +28,14 @@ struct ScriptGenerator: Sendable {
     // One script in four adds most of its plain ops with tags, and cancels by tag instead of by
     // handle half the time, so cancelling a tag finds many.
     let tagHeavy = random.chance(25)
+    // One script in five bounds a queue early and adds most of its plain ops waiting for space
+    // there, so submitters line up, are served as ops end, and now and then give up.
+    let capacityHeavy = random.chance(20)
+    if capacityHeavy {
+      steps.append(.setCapacity(queue: random.below(queueCount), capacity: 1 + random.below(2)))
+    }
+    /// The `addWaiting` ops so far.
+    var waitingAdds: [Int] = []
     if rateHeavy {
       steps.append(.setLimiters(queue: random.below(queueCount), limiters: random.chance(70) ? [0] : [0, 1]))
     }
@@ -61,7 +70,8 @@ struct ScriptGenerator: Sendable {
     }
 
     while steps.count < count {
-      var roll = random.below(242)
+      var roll = random.below(258)
+      if capacityHeavy, roll < 18 { roll = 246 }
       if keyHeavy, roll < 18 { roll = 158 }
       if rateHeavy, roll < 18 { roll = 178 }
       if tagHeavy, roll < 18 { roll = 224 }
@@ -307,6 +317,28 @@ struct ScriptGenerator: Sendable {
           steps.append(
             .cancelTagged(queue: random.chance(25) ? nil : anyQueue(&random), tag: random.chance(70) ? 0 : 1))
         }
+      case 242..<246:
+        steps.append(.setCapacity(queue: liveQueue(&random), capacity: random.pick([nil, 1, 1, 2, 3])))
+      case 246..<252:
+        let queue = liveQueue(&random)
+        steps.append(
+          .addWaiting(
+            op: nextOp, queue: queue, priority: random.below(5), body: body(&random, queues: queueCount)))
+        ops.append((nextOp, queue, false))
+        waitingAdds.append(nextOp)
+        if random.chance(30) { steps.append(.open(op: nextOp)) }
+        nextOp += 1
+      case 252..<255:
+        let queue = liveQueue(&random)
+        steps.append(
+          .tryAdd(
+            op: nextOp, queue: queue, priority: random.below(5), body: body(&random, queues: queueCount)))
+        ops.append((nextOp, queue, false))
+        nextOp += 1
+      case 255..<258:
+        // Mostly one of the latest, the likeliest still waiting.
+        guard !waitingAdds.isEmpty else { continue }
+        steps.append(.cancelWaiting(op: random.pick(Array(waitingAdds.suffix(3)))))
       default:
         steps.append(.advance(seconds: 1 + random.below(2)))
       }

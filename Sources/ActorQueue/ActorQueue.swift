@@ -242,7 +242,9 @@ public actor ActorQueue {
   /// started, or whose body is paused, in submission order, with what it waits for (a
   /// dependency, on any queue; a slot; the queue's suspension; ``AnyQueueOperation/pause()``; a
   /// retry's instant; an exclusivity key and the operation holding it; a rate limiter's
-  /// permits; a condition that said "not yet", until when) and its deadline. Executing operations are left out. A snapshot, for the
+  /// permits; a condition that said "not yet", until when) and its deadline; then the operations
+  /// of submitters waiting for space in a full queue (``capacity``), first served first.
+  /// Executing operations are left out. A snapshot, for the
   /// day something is stuck (`print(queue.waitReport())`, or a test's assertion), not a
   /// scheduling input: what it says may change at once. Cost: O(n + timers of the queue's clock),
   /// in one hold of the scheduler's lock, as ``operations``. `OperationQueue` has no equivalent.

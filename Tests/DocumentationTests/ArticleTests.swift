@@ -371,6 +371,36 @@ struct ArticleTests {
     try expectOutput(transcript, "docc-rate-limit")
   }
 
+  @Test("Bounding a queue: backpressure")
+  func capacity() async throws {
+    let transcript = Transcript()
+    @Sendable func print(_ items: Any...) { transcript.print(items) }
+    let uploaded = Counter()
+    @Sendable func upload(_ number: Int) async { uploaded.increment() }
+
+    // snippet: docc-capacity
+    let uploads = ActorQueue(name: "uploads", maxConcurrentOperationCount: 2)
+    uploads.capacity = 2
+    uploads.isSuspended = true  // held, so that it fills
+    let producer = Task {
+      for number in 1...4 {
+        try await uploads.addOperationWaitingForCapacity(name: "photo \(number)") { await upload(number) }
+      }
+    }
+    while uploads.waitReport().count < 3 { await Task.yield() }  // two added; the third waits for space
+    for report in uploads.waitReport() { print(report) }
+    let thumbnail = uploads.tryAddOperation(name: "thumbnail") { await upload(0) }
+    print("thumbnail:", thumbnail == nil ? "dropped" : "added")
+
+    uploads.isSuspended = false  // each end makes room for the producer's next photo
+    try await producer.value
+    await uploads.waitUntilAllOperationsAreFinished()
+    print("uploaded", uploaded.value, "photos")
+    // end snippet
+
+    try expectOutput(transcript, "docc-capacity")
+  }
+
   @Test("Rate limits: answering a 429")
   func rateLimitPenalty() throws {
     let transcript = Transcript()

@@ -466,3 +466,15 @@ func tagsBefore(queue: OperationQueue) {
   }
   // end snippet
 }
+
+func capacityBefore(queue: OperationQueue, records: [String], store: @escaping @Sendable (String) -> Void) {
+  // snippet: capacity-before
+  let slots = DispatchSemaphore(value: 100)
+  for record in records {
+    slots.wait()  // blocks this thread while 100 are in flight
+    let save = BlockOperation { store(record) }
+    save.completionBlock = { slots.signal() }
+    queue.addOperation(save)
+  }
+  // end snippet
+}

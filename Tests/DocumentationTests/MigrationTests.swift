@@ -547,6 +547,35 @@ struct MigrationTests {
     try expectOutput(transcript, "tags-after")
   }
 
+  @Test("A bounded queue: backpressure")
+  func capacity() async throws {
+    let transcript = Transcript()
+    @Sendable func print(_ items: Any...) { transcript.print(items) }
+    let records = (1...1000).map { "record \($0)" }
+    let stored = Counter()
+    let highWater = LockedValue(0)
+    @Sendable func store(_ record: String) async throws {
+      // What the queue holds while this body runs (it is a body of the queue).
+      let count = ActorQueue.current?.operationCount ?? 0
+      highWater.withLock { $0 = max($0, count) }
+      await Task.yield()
+      stored.increment()
+    }
+
+    // snippet: capacity-after
+    let queue = ActorQueue(name: "import", maxConcurrentOperationCount: 4)
+    queue.capacity = 100  // at most 100 records in memory at once
+    for record in records {
+      try await queue.addOperationWaitingForCapacity { try await store(record) }
+    }
+    await queue.waitUntilAllOperationsAreFinished()
+    print("stored", stored.value, "records, never more than", queue.capacity!, "in the queue")
+    // end snippet
+
+    try expectOutput(transcript, "capacity-after")
+    #expect(highWater.withLock { $0 } <= 100)
+  }
+
   @Test("At most N a second: rate limits")
   func rateLimits() async throws {
     let transcript = Transcript()

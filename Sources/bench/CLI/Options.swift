@@ -23,6 +23,7 @@ enum ScenarioName: String, CaseIterable, Sendable {
   case rate
   case group
   case tags
+  case capacity
 
   var summary: String {
     switch self {
@@ -57,6 +58,8 @@ enum ScenarioName: String, CaseIterable, Sendable {
       "a group of 10,000 trivial children at limit 4 against the same ops on a plain queue and a wait for all"
     case .tags:
       "cancelOperations(tagged:) for 100 tagged ops among 100,000 waiting, against the same call among 1,000"
+    case .capacity:
+      "100,000 ops at limit 4 added with addOperationWaitingForCapacity (space free) against addOperation"
     }
   }
 }

@@ -137,3 +137,10 @@ actor ImageCache {
   func image(for url: String) -> Image? { images[url] }
   func store(_ image: Image, for url: String) { images[url] = image }
 }
+
+/// A count bumped from any task, as the examples' stores keep one.
+final class Counter: Sendable {
+  private let count = LockedValue(0)
+  func increment() { count.withLock { $0 += 1 } }
+  var value: Int { count.withLock { $0 } }
+}

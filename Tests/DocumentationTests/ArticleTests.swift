@@ -401,6 +401,61 @@ struct ArticleTests {
     try expectOutput(transcript, "docc-capacity")
   }
 
+  @Test("Testing: a retry under test")
+  func testingRetry() async throws {
+    let transcript = Transcript()
+    @Sendable func print(_ items: Any...) { transcript.print(items) }
+    struct Offline: Error {}
+
+    // snippet: docc-testing-retry
+    let clock = ManualClock()
+    let queue = ActorQueue(name: "sync", maxConcurrentOperationCount: 2, clock: clock.queueClock)
+    let recorder = QueueRecorder(queue)
+    let fetch = ScriptedBody<Int>(.failing(Offline()), .sleeping(for: .seconds(3), on: clock), .returning(42))
+    let retry = RetryPolicy.attempts(3, backoff: .constant(.seconds(10)), jitter: .none)
+    let refresh = queue.addOperation(name: "refresh", traits: [.retry(retry)], fetch.body)
+
+    await clock.settle()  // the first attempt failed; the next waits for the clock
+    print(refresh.state, refresh.attemptCount)
+    clock.advance(by: .seconds(10))  // the second attempt starts, and sleeps 3 s on the clock
+    await clock.settle()
+    print(refresh.state, refresh.attemptCount)
+    clock.advance(by: .seconds(3))
+
+    await expectFinished(refresh)
+    expectRetried(refresh, times: 1)
+    expectNeverMoreThan(2, concurrentIn: queue, recorder)
+    print(try await refresh.value, recorder.states(of: refresh).map { "\($0)" }.joined(separator: " → "))
+    // end snippet
+
+    try expectOutput(transcript, "docc-testing-retry")
+  }
+
+  @Test("Testing: a limit and a key under test")
+  func testingGates() async throws {
+    let transcript = Transcript()
+    @Sendable func print(_ items: Any...) { transcript.print(items) }
+
+    // snippet: docc-testing-gates
+    let clock = ManualClock()
+    let queue = ActorQueue(name: "migrations", maxConcurrentOperationCount: 3, clock: clock.queueClock)
+    let recorder = QueueRecorder(queue)
+    let gate = TestGate()
+    let migrations = (1...6).map { number in
+      queue.addOperation(name: "m\(number)", traits: [.exclusive(number <= 4 ? "schema" : "cache")]) {
+        await gate.wait()
+      }
+    }
+    await clock.settle()  // one per key holds it at its gate; the others wait for the key
+    print(recorder.startOrder(in: queue).compactMap { $0 })
+    gate.open()
+    for migration in migrations { await expectFinished(migration) }
+    print(recorder.maxConcurrency(in: queue), recorder.maxConcurrency(holding: "schema"))
+    // end snippet
+
+    try expectOutput(transcript, "docc-testing-gates")
+  }
+
   @Test("Rate limits: answering a 429")
   func rateLimitPenalty() throws {
     let transcript = Transcript()

@@ -243,6 +243,9 @@ extension Scheduler {
   /// Emits the operation's new state to its queue's subscribers.
   @inline(never)
   mutating func emitState(of index: Int, _ state: OperationState, in queue: Int, _ effects: inout Effects) {
+    if state == .executing, !keyRecordings.isEmpty, operations[index].timeMarks.contains(.exclusive) {
+      noteKeys(of: index, in: queue)
+    }
     emit(
       .operation(id: operations[index].id, name: operations[index].name, state: state), in: queue, &effects)
   }
@@ -326,5 +329,15 @@ extension Scheduler {
       freeQueueIfDone(queue, &effects)
     }
     return handle
+  }
+}
+
+extension Scheduler {
+  /// Tells the test recorders of `queue` the locks `index` starts with.
+  @inline(never)
+  fileprivate func noteKeys(of index: Int, in queue: Int) {
+    guard let recordings = keyRecordings[queue] else { return }
+    let ids = lockSlots(of: index).map { lockStates[$0].id }
+    for recording in recordings { recording.note(operations[index].id, ids) }
   }
 }

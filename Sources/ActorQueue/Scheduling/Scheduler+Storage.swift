@@ -233,6 +233,7 @@ extension Scheduler {
       disarmPermitTimer(of: queue)
       effects.garbage.releaseLater(queues[queue].limiterObjects)
     }
+    if !keyRecordings.isEmpty { keyRecordings[queue] = nil }
     for subscriber in queues[queue].subscribers { subscriber.finish(effects: &effects) }
     effects.garbage.releaseLater(queues[queue].subscribers)
     if let executor = queues[queue].taskExecutor { effects.garbage.releaseLater(executor) }

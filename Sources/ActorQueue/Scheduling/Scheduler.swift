@@ -123,6 +123,8 @@ struct Scheduler: Sendable {
   var operationTags: [Int: OperationTags] = [:]
   /// The unfinished operations added to a queue with each tag (record indices).
   var taggedOperations: [UInt64: Set<Int>] = [:]
+  /// Test recorders noting the keys of each start, by queue index (`ActorQueue.recordKeys()`).
+  var keyRecordings: [Int: [KeyRecording]] = [:]
   /// The submitters waiting for space in each full queue, by queue index (see `Scheduler+Capacity.swift`).
   var capacityLines: [Int: CapacityLine] = [:]
   /// Queues with waiting submitters and space for some, served before the event decides starts.

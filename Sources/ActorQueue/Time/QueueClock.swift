@@ -99,6 +99,24 @@ public struct QueueDeadline: Sendable, Hashable, Comparable, CustomStringConvert
   }
 }
 
+/// An instant a `Clock` can count in: `ActorQueueTesting`'s `ManualClock` is a `Clock` whose
+/// instants are its queue clock's deadlines, so a body can sleep on it.
+extension QueueDeadline: InstantProtocol {
+  /// The instant `duration` later (``+(_:_:)``).
+  public func advanced(by duration: Duration) -> QueueDeadline { self + duration }
+
+  /// The time from this instant to `other`, of the same clock (of two clocks: a precondition
+  /// failure in every build configuration, as comparing them is).
+  public func duration(to other: QueueDeadline) -> Duration {
+    guard clock == other.clock else {
+      fatalError(
+        "ActorQueue: measured the time between deadlines of two clocks (\(clock) and \(other.clock)); "
+          + "make both with the same queue's or clock's deadline(in:)")
+    }
+    return .nanoseconds(other.nanoseconds &- nanoseconds)
+  }
+}
+
 extension QueueClock {
   /// Moves a manual clock to `instant`, firing what is due (`ActorQueueTesting`'s `ManualClock`).
   package func advanceManual(to instant: QueueDeadline) {

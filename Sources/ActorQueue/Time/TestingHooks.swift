@@ -14,6 +14,22 @@ package final class EventRecording: Sendable {
   package var events: [QueueEvent] { channel.snapshot() }
 }
 
+/// The locks (key, domain) each operation of some queues started with, noted by the scheduler as
+/// it emits the start (`ActorQueueTesting`'s `QueueRecorder.maxConcurrency(holding:)`): events
+/// carry no keys.
+package final class KeyRecording: Sendable {
+  private let locks = LockedValue<[OperationID: [(domain: UInt64, key: UInt64)]]>([:])
+
+  /// The locks `operation` started with (the latest start's; none if it had no keys).
+  package func locks(of operation: OperationID) -> [(domain: UInt64, key: UInt64)] {
+    locks.withLock { $0[operation] ?? [] }
+  }
+
+  func note(_ operation: OperationID, _ ids: [LockID]) {
+    locks.withLock { $0[operation] = ids.map { ($0.domain, $0.key) } }
+  }
+}
+
 /// What may still happen on the queues of one clock without the clock advancing.
 package struct ClockQuiescence: Sendable {
   /// Operations executing (holding a slot, or their external work running), by identifier and
@@ -30,6 +46,16 @@ extension ActorQueue {
     Engine.mutate { $0.subscribe(channel, to: index) }
     return EventRecording(channel)
   }
+
+  /// Starts noting the keys each operation of this queue starts with (for `QueueRecorder`).
+  package nonisolated func recordKeys() -> KeyRecording {
+    let recording = KeyRecording()
+    Engine.mutate { $0.keyRecordings[index, default: []].append(recording) }
+    return recording
+  }
+
+  /// The interned number of `key` (for `QueueRecorder`).
+  package static func internedNumber(of key: ExclusivityKey) -> UInt64 { key.id }
 
   /// The operation whose body runs on the calling task, if any (O(queues + started bodies)).
   package static var currentOperationID: OperationID? {

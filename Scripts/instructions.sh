@@ -17,6 +17,7 @@
 #                      commit from before time traits)
 #   retry-max4         independent-max4 with each op failing once, retried at once (skipped for
 #                      a commit from before retries)
+#   tagged-max4        independent-max4 with a tag on each op (skipped before tags)
 #   cancel-tagged      cancelOperations(tagged:) for 100 tagged ops among 1,000 and among 100,000
 #                      waiting (callgrind collects inside the call only; skipped before tags)
 # Run it on a quiet machine, a few times: workers that linger poll and the records' storage is
@@ -96,6 +97,7 @@ per_op idle-start 50 250 idle-baseline
 [ "${timed:-yes}" = no ] || per_op deadline-max4 20000 120000
 if "$bench" --help 2>&1 | grep -q retry; then per_op retry-max4 20000 120000; fi
 if "$bench" --help 2>&1 | grep -qw tags; then
+  per_op tagged-max4 20000 120000
   # Only inside the call (its mangled name): eleven calls of 100 each, among two backlogs.
   call='$s10ActorQueueAAC16cancelOperations6taggedyAA12OperationTagV_tF'
   for among in 1000 100000; do

@@ -214,6 +214,55 @@ struct TagTests {
     #expect(h.scheduler.taggedOperations.isEmpty)
   }
 
+  @Test("A tag on 5,000 waiting operations: no hold walks more than a slice, whatever the tag's size")
+  func largeTagIsWalkedInSlices() {
+    var h = SchedulerHarness()
+    let queue = h.makeQueue(limit: 1)
+    h.event { s, now, e in s.setSuspended(true, of: queue, now: now, &e) }
+    let tag = OperationTag("bulk-tag-large")
+    for index in 0..<5_000 { h.add("op\(index)", traits: [.tags(tag)], to: queue) }
+    // Ended ones leave dead entries the walk steps over, as units of work too; once they are most
+    // of the entries, they are dropped.
+    func deadCounted(_ h: SchedulerHarness) -> Bool {
+      guard let members = h.scheduler.taggedOperations[tag.id] else { return false }
+      return members.dead == members.order.filter { !TagMembers.isLive($0, in: h.scheduler.operations) }.count
+    }
+    for index in 0..<1_000 where index % 3 == 0 { h.cancel("op\(index)") }
+    #expect(h.scheduler.taggedOperations[tag.id]?.order.count == 5_000 && deadCounted(h))
+    for index in 1_000..<3_600 { h.cancel("op\(index)") }
+    #expect(h.scheduler.taggedOperations[tag.id]!.order.count < 5_000 && deadCounted(h))
+    h.scheduler.largestSlice = 0
+    h.event { s, now, e in s.cancelTagged(tag.id, in: queue, now: now, &e) }
+    #expect(h.scheduler.largestSlice == Scheduler.defaultSliceLimit)
+    #expect((0..<5_000).allSatisfy { h.state("op\($0)") == .cancelled })
+    #expect(h.scheduler.taggedOperations.isEmpty)
+  }
+
+  @Test(
+    "Operations tagged while a call goes on in slices are not part of it, a prepared one created before too")
+  func listedMeanwhileIsLeftAlone() {
+    var h = SchedulerHarness()
+    h.scheduler.sliceLimit = 2
+    let queue = h.makeQueue(limit: 1)
+    h.event { s, now, e in s.setSuspended(true, of: queue, now: now, &e) }
+    let tag = OperationTag("meanwhile")
+    // Created first (the smallest identifier), added only once the call has begun.
+    let early = h.makeOperation("early")
+    let earlyIndex = early.recordIndex
+    h.event { s, _, _ in s.setTraits([.tags(tag)], of: earlyIndex) }
+    for index in 0..<6 { h.add("t\(index)", traits: [.tags(tag)], to: queue) }
+    h.continuesBulkAtOnce = false
+    h.event { s, now, e in s.cancelTagged(tag.id, in: queue, now: now, &e) }
+    #expect(h.state("t0") == .cancelled && h.state("t1") == .cancelled && h.state("t2") == .ready)
+    try? h.event { s, now, e throws(ActorQueueError) in try s.submit([early], to: queue, now: now, &e) }
+    h.add("late", traits: [.tags(tag)], to: queue)
+    while h.continueBulk() {}
+    h.continuesBulkAtOnce = true
+    #expect((0..<6).allSatisfy { h.state("t\($0)") == .cancelled })
+    #expect(h.state("early") == .ready && h.state("late") == .ready)
+    #expect(h.scheduler.tagged(tag.id, in: queue).map(\.index) == [earlyIndex, h.index("late")])
+  }
+
   @Test("More tagged operations than a slice: cancelled in slices of the lock, all before the call returns")
   func cancelsInSlices() {
     var h = SchedulerHarness()

@@ -122,7 +122,9 @@ struct Scheduler: Sendable {
   /// The tags of each tagged operation (by record index), until its record is freed.
   var operationTags: [Int: OperationTags] = [:]
   /// The unfinished operations added to a queue with each tag (record indices).
-  var taggedOperations: [UInt64: Set<Int>] = [:]
+  var taggedOperations: [UInt64: TagMembers] = [:]
+  /// Counts listings under tags (see `TagMembers.Entry.listing`).
+  var nextTagListing: UInt64 = 0
   /// Test recorders noting the keys of each start, by queue index (`ActorQueue.recordKeys()`).
   var keyRecordings: [Int: [KeyRecording]] = [:]
   /// The submitters waiting for space in each full queue, by queue index (see `Scheduler+Capacity.swift`).

@@ -8,9 +8,10 @@ extension ActorQueue {
   /// with that queue, with ``cancelOperations(tagged:)-swift.type.method``, or by tagging the
   /// group, whose cancellation cancels its children.
   ///
-  /// Cost: O(k log k) in the k operations it cancels, whatever the size of the queue (an index
-  /// from tag to operations; SwiftQueue's `cancelOperations(tag:)` scans every operation), in
-  /// slices of at most 1,000 per hold of the scheduler's lock.
+  /// Cost: O(k) in the k operations with the tag (on every queue), whatever the size of the
+  /// queue (an index from tag to operations, in creation order; SwiftQueue's
+  /// `cancelOperations(tag:)` scans every operation), in slices of at most 1,000 per hold of the
+  /// scheduler's lock, however many operations carry the tag.
   public nonisolated func cancelOperations(tagged tag: OperationTag) {
     Engine.run { $0.cancelTagged(tag.id, in: index, now: Engine.now, &$1) }
   }
@@ -24,7 +25,8 @@ extension ActorQueue {
 
   /// The unfinished operations of this queue tagged `tag`, in the order they were created: what
   /// ``cancelOperations(tagged:)-swift.method`` would cancel (callers' handles to coalesced work included,
-  /// the shared work itself not). A snapshot. Cost: O(k log k) in the k found.
+  /// the shared work itself not). A snapshot. Cost: O(k) in the k operations with the tag, in one
+  /// hold of the scheduler's lock, as ``operations`` is.
   public nonisolated func operations(tagged tag: OperationTag) -> [AnyQueueOperation] {
     Engine.read { $0.taggedHandles(tag.id, in: index) }
   }

@@ -302,6 +302,15 @@ private struct ValueRun {
         }
       }
     }
+    // Each tag's list: in creation order, its dead entries counted exactly, none left empty.
+    for (tag, members) in scheduler.taggedOperations {
+      let ids = members.order.map(\.id)
+      let dead = members.order.filter { !TagMembers.isLive($0, in: scheduler.operations) }.count
+      if ids != ids.sorted() || Set(ids).count != ids.count || dead != members.dead || members.isEmpty {
+        return "tag \(tag)'s list: \(members.order.count) entries, \(dead) dead (counted \(members.dead)), "
+          + "in creation order: \(ids == ids.sorted())"
+      }
+    }
     for op in model.sortedOpIndices {
       guard let handle = harness.handles[Self.name(op)] else { continue }
       let tags = Set(

@@ -186,6 +186,27 @@ struct CapacityTests {
     await queue.waitUntilAllOperationsAreFinished()
   }
 
+  @Test(
+    "cancelAllOperations() cancels the queue's operations, not the submitters waiting: they are served after")
+  func cancelAllLeavesWaitingSubmitters() async throws {
+    let queue = ActorQueue(name: "cancel all", maxConcurrentOperationCount: 1)
+    queue.capacity = 2
+    queue.isSuspended = true
+    let held = (0..<2).map { i in queue.addOperation(name: "held \(i)") {} }
+    let a = await Self.waitingSubmitter("a", on: queue, position: 1)
+    let b = await Self.waitingSubmitter("b", on: queue, position: 2)
+    let c = await Self.waitingSubmitter("c", on: queue, position: 3)
+    queue.cancelAllOperations()
+    #expect(held.allSatisfy { $0.state == .cancelled })
+    // The two spaces went to a and b, in the same call, after its cancellations: not cancelled.
+    #expect(queue.operations.map(\.name) == ["a", "b"])
+    #expect(queue.operations.allSatisfy { $0.state == .ready })
+    #expect(suspendedSubmitters(of: queue).count == 1)
+    queue.isSuspended = false
+    for task in [a, b, c] { try await task.value.value }
+    await queue.waitUntilAllOperationsAreFinished()
+  }
+
   @Test("A served operation competes for the slot the end freed: a higher priority one starts first")
   func servedOperationCompetesForTheFreedSlot() async throws {
     let queue = ActorQueue(name: "compete", maxConcurrentOperationCount: 1)

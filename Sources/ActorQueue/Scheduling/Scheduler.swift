@@ -56,6 +56,11 @@
 // - Rate limits (`RateLimit/Scheduler+RateLimits.swift`): a queue with limiters is decided by the
 //   same arbitration, which admits a head only when its limiters have its cost's permits, and
 //   arms one timer per queue whose head waits for them.
+// - Bounded capacity (`Capacity/Scheduler+Capacity.swift`): submitters lined up in a full queue
+//   are added, first come first served, in the event whose end made space, before it decides
+//   starts (`settle`, and a worker's claim after an end).
+// - Tags (`Tags/Scheduler+Tags.swift`): each tag lists its operations in creation order; a
+//   cancel-by-tag call walks the list in slices.
 //
 // Design choices:
 // - Dense indices. An operation's record is created with its handle (`AnyQueueOperation`) and

@@ -331,9 +331,7 @@ public actor ActorQueue {
     // is started here, not through the effects (see `Scheduler.submitNew`).
     var effects = SchedulerEffects()
     let (operation, spawn) = Engine.scheduler.withLock { scheduler in
-      let id = OperationID()
-      let record = scheduler.createOperation(id: id, name: name, priority: priority, work: work)
-      let operation = type.init(id: id, name: name, recordIndex: record)
+      let operation = scheduler.newOperation(name: name, priority: priority, work: work, as: type)
       return (operation, scheduler.submitNew(operation, to: index, now: Engine.now, &effects))
     }
     if let spawn { Engine.start(spawn) } else { effects.perform() }

@@ -119,9 +119,7 @@ extension ActorQueue {
       // Created and added (or lined up) in one hold of the lock, as `addOperation` does.
       var effects = SchedulerEffects()
       let (created, submission) = Engine.scheduler.withLock { scheduler in
-        let id = OperationID()
-        let record = scheduler.createOperation(id: id, name: name, priority: priority, work: work)
-        let operation = type.init(id: id, name: name, recordIndex: record)
+        let operation = scheduler.newOperation(name: name, priority: priority, work: work, as: type)
         return (operation, scheduler.submitOrLineUp(operation, to: index, now: Engine.now, &effects))
       }
       operation = created
@@ -167,9 +165,7 @@ extension ActorQueue {
     var effects = SchedulerEffects()
     let added: (QueueOperation<Success>, Spawn?)? = Engine.scheduler.withLock { scheduler in
       guard scheduler.hasSpace(in: index) else { return nil }
-      let id = OperationID()
-      let record = scheduler.createOperation(id: id, name: name, priority: priority, work: work)
-      let operation = type.init(id: id, name: name, recordIndex: record)
+      let operation = scheduler.newOperation(name: name, priority: priority, work: work, as: type)
       return (operation, scheduler.submitNew(operation, to: index, now: Engine.now, &effects))
     }
     guard let (operation, spawn) = added else { return nil }

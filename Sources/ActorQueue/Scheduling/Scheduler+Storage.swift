@@ -2,6 +2,17 @@
 extension Scheduler {
   // MARK: Operations
 
+  /// A new operation's handle and record, for the hold of the lock that submits it (`type` is
+  /// looked up by the caller, outside the lock).
+  @inline(__always)
+  mutating func newOperation<Success: Sendable>(
+    name: String?, priority: OperationPriority, work: OperationWork, as type: QueueOperation<Success>.Type
+  ) -> QueueOperation<Success> {
+    let id = OperationID()
+    let record = createOperation(id: id, name: name, priority: priority, work: work)
+    return type.init(id: id, name: name, recordIndex: record)
+  }
+
   /// Creates the record of a new handle; returns its index. O(1).
   mutating func createOperation(
     id: OperationID, name: String?, priority: OperationPriority, work: OperationWork

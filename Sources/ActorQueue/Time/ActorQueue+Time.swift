@@ -105,9 +105,7 @@ extension ActorQueue {
     _ submission: (inout Scheduler, QueueOperation<Success>, inout SchedulerEffects) -> Void
   ) -> QueueOperation<Success> {
     Engine.run { scheduler, effects in
-      let id = OperationID()
-      let record = scheduler.createOperation(id: id, name: name, priority: priority, work: work)
-      let operation = type.init(id: id, name: name, recordIndex: record)
+      let operation = scheduler.newOperation(name: name, priority: priority, work: work, as: type)
       submission(&scheduler, operation, &effects)
       return operation
     }

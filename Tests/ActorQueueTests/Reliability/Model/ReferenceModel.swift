@@ -270,6 +270,9 @@ struct ReferenceModel: Sendable {
     // Conditions
     /// Its condition's answers, in order (an `addConditional` op).
     var answers: [Int]?
+    /// The op its condition's `dependency(for:)` returned: the condition (the script's object,
+    /// which the op keeps until it ends) holds it, whatever becomes of the edge.
+    var producedOp: Int?
     /// Evaluations answered so far.
     var evaluations = 0
     /// Its condition is being evaluated (it holds its slot), and whether the script opened it.
@@ -826,6 +829,7 @@ struct ReferenceModel: Sendable {
       }
       create(op, queue: queue, priority: priority, body: body)
       if let produced {
+        ops[op]!.producedOp = produced.op
         ops[op]!.explicit.append((produced.op, false))
         journal.append(.edge(dependent: op, dependency: produced.op, step: self.step))
       }
@@ -1346,6 +1350,8 @@ struct ReferenceModel: Sendable {
       if isShared, !model.letGo, !model.state.isTerminal {
         kept.formUnion(model.followers.filter { !ops[$0]!.state.isTerminal })
       }
+      // Its condition holds the op it produced.
+      if !model.state.isTerminal, let produced = model.producedOp { kept.insert(produced) }
     }
     var stack = Array(kept)
     while let op = stack.popLast() {
@@ -2047,6 +2053,10 @@ struct ReferenceModel: Sendable {
         $0.value.handleHeld || $0.value.awaitingSpace
           || (($0.value.enqueued || $0.value.leader != nil) && !$0.value.state.isTerminal)
       }.keys)
+    // An unfinished op's condition holds the op it produced.
+    for model in ops.values where !model.state.isTerminal {
+      if let produced = model.producedOp { alive.insert(produced) }
+    }
     var stack = Array(alive)
     while let op = stack.popLast() {
       for next in ops[op]!.allDependencies where alive.insert(next).inserted { stack.append(next) }

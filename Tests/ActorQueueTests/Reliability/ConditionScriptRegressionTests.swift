@@ -1,0 +1,27 @@
+import Foundation
+import Testing
+
+@testable import ActorQueue
+
+/// Scripts the real-queue tester found against readiness conditions, kept as they were shrunk.
+@Suite("Reliability: condition scripts the random tester found")
+struct ConditionScriptRegressionTests {
+  /// op0's condition produced op1, its dependency; the script removed that edge and dropped its
+  /// handle of op1. The model then took op1 for unreachable, though op0's condition (the script's
+  /// object, which op0 keeps until it ends) still holds it: the freeing check failed on a correct
+  /// queue. The model now keeps an unfinished op's produced op alive.
+  @Test("An unfinished op's condition keeps the op it produced alive, edge or not")
+  func conditionKeepsItsProducedOp() async throws {
+    let json = """
+      {"seed": 13410367300346353330, "queueLimits": [-1, 3, 2], "limiters": [{"capacity":3,"seconds":1,"window":true},{"capacity":1,"seconds":2,"window":false}], "steps": [
+        {"addConditional":{"answers":[4,5,4],"body":{"auto":false,"checkpoints":0,"checksCancellation":false,"pauseHandlers":false,"throwing":false},"keys":[],"op":0,"priority":1,"produced":{"body":{"auto":false,"checkpoints":0,"checksCancellation":false,"pauseHandlers":false,"throwing":true},"op":1},"queue":2}},
+        {"undepend":{"dependency":1,"dependent":0}},
+        {"dropHandle":{"op":1}}
+      ]}
+      """
+    let script = try JSONDecoder().decode(Script.self, from: Data(json.utf8))
+    // Before the fix: "after give op1 every permit: still alive: … unreachable ops ["op1"]".
+    let failure = await RealQueueExecutor().run(script)
+    #expect(failure == nil, "\(failure.map { "\($0)" } ?? "")")
+  }
+}

@@ -133,11 +133,7 @@ extension ActorQueue {
       operation = QueueOperation<Success>(name: name, priority: priority, work: work)
       operation.setTraits(traits)
       let submission = Engine.run { $0.submitOrLineUp(operation, to: index, now: Engine.now, &$1) }
-      if case .added(let spawn) = submission {
-        // An idle queue's start: its worker, claimed for the operation, starts here.
-        if let spawn { Engine.start(spawn) }
-        return operation
-      }
+      if case .added = submission { return operation }
     }
     let record = operation.recordIndex
     let added = await withTaskCancellationHandler {

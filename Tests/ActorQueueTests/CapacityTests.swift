@@ -225,6 +225,16 @@ struct CapacityTests {
     #expect(order.snapshot == ["urgent", "normal"])
   }
 
+  @Test("With space free on an idle queue, a waiting add with traits starts its operation at once")
+  func waitingAddWithTraitsOnAnIdleQueue() async throws {
+    let queue = ActorQueue(name: "idle")
+    queue.capacity = 4
+    let tagged = try await queue.addOperationWaitingForCapacity(traits: [.tags("capacity-idle")]) { 3 }
+    #expect(try await tagged.value == 3)
+    let timed = try await queue.addOperationWaitingForCapacity(traits: [.timeout(.seconds(60))]) { 4 }
+    #expect(try await timed.value == 4)
+  }
+
   @Test("A waiting submitter's operation with traits gets them once added; its deadline counts from then")
   func traitsApplyOnceAdded() async throws {
     let clock = ManualClock()

@@ -133,7 +133,11 @@ extension ActorQueue {
       operation = QueueOperation<Success>(name: name, priority: priority, work: work)
       operation.setTraits(traits)
       let submission = Engine.run { $0.submitOrLineUp(operation, to: index, now: Engine.now, &$1) }
-      if case .added = submission { return operation }
+      if case .added(let spawn) = submission {
+        // An idle queue's start: its worker, claimed for the operation, starts here.
+        if let spawn { Engine.start(spawn) }
+        return operation
+      }
     }
     let record = operation.recordIndex
     let added = await withTaskCancellationHandler {

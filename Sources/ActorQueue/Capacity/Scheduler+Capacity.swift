@@ -16,7 +16,6 @@ struct CapacityLine: Sendable {
   private var places: [Int: Int] = [:]
 
   var isEmpty: Bool { places.isEmpty }
-  var count: Int { places.count }
 
   /// The waiting operations' record indices, first served first.
   var order: [Int] { waiters[head...].compactMap { $0?.handle.recordIndex } }

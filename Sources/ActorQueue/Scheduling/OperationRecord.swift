@@ -533,6 +533,10 @@ extension Scheduler {
     }
     let state = new.state
     guard state != old.state else { return }
+    if queue >= 0 {
+      queues[queue].counts.move(from: old.state, to: state)
+      if !queues[queue].countWatchers.isEmpty { pushCounts(of: queue, &effects) }
+    }
     if !operations[index].subscribers.isEmpty || operations[index].extrasBox != nil
       || (queue >= 0 && !queues[queue].subscribers.isEmpty)
     {

@@ -85,6 +85,11 @@ struct QueueRecord: Sendable {
   var capacity = Int.max
   /// Submitters wait for space (`Scheduler.capacityLines`): one flag for the path every end takes.
   var hasCapacityWaiters = false
+  /// Its operations by state, and those that ended in it by terminal state (``ActorQueue/counts``):
+  /// moved on each transition of an operation while it is in the queue.
+  var counts = QueueCounts()
+  /// Subscribers of ``ActorQueue/countUpdates``.
+  var countWatchers: [EventChannel<QueueCounts>] = []
 
   /// Leaves the list of queues the current event changed; returns the next one there.
   mutating func untouch() -> Int {

@@ -1119,6 +1119,21 @@ private final class RealRun {
         return "op\(op) executes though its deadline passed before it started"
       }
     }
+    // Counts: an end the model made may come in a worker's event just after its step.
+    for queue in model.queues.indices where model.isLive(queue: queue) {
+      guard queue < boxes.count, let target = boxes[queue]?.queue else { continue }
+      let expected = model.counts(of: queue)
+      _ = await eventuallyFreed(within: .seconds(10)) { ReferenceModel.countsAgree(target.counts, expected) }
+      let real = target.counts
+      if !ReferenceModel.countsAgree(real, expected) {
+        return "q\(queue)'s counts are \(real), the model's \(expected.counts)"
+          + (expected.ambiguous ? " (failed and cancelled summed)" : "")
+      }
+      if real.unfinished != target.operationCount {
+        return
+          "q\(queue) counts \(real.unfinished) unfinished by state, operationCount \(target.operationCount)"
+      }
+    }
     return nil
   }
 

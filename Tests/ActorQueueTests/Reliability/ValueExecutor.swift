@@ -234,6 +234,29 @@ private struct ValueRun {
     if let problem = capacityProblem() {
       return ScriptFailure(step: index, message: "after \(step): \(problem)")
     }
+    if let problem = countsProblem() {
+      return ScriptFailure(step: index, message: "after \(step): \(problem)")
+    }
+    return nil
+  }
+
+  /// Each live queue's counts against the model's: by state for its ops, by terminal state for
+  /// those that ended in it; the unfinished ones are its `operationCount`.
+  private func countsProblem() -> String? {
+    let scheduler = harness.scheduler
+    for (scriptQueue, queue) in queues.enumerated()
+    where queues.lastIndex(of: queue) == scriptQueue && model.isLive(queue: scriptQueue) {
+      let real = scheduler.counts(of: queue)
+      let expected = model.counts(of: scriptQueue)
+      if !ReferenceModel.countsAgree(real, expected) {
+        return "q\(scriptQueue)'s counts are \(real), the model's \(expected.counts)"
+          + (expected.ambiguous ? " (failed and cancelled summed)" : "")
+      }
+      if real.unfinished != scheduler.queues[queue].unfinishedCount {
+        return "q\(scriptQueue) counts \(real.unfinished) unfinished by state, "
+          + "\(scheduler.queues[queue].unfinishedCount) in its list"
+      }
+    }
     return nil
   }
 

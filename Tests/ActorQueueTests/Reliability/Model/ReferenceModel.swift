@@ -2072,4 +2072,31 @@ struct ReferenceModel: Sendable {
   }
 
   func acceptsEither(_ op: Int) -> Bool { ops[op]?.eitherBadOutcome ?? false }
+
+  /// What `ActorQueue.counts` of `queue` must read: its ops in the queue by exact state, and
+  /// those that ended there by terminal state. `ambiguous`: an op that ended there may be failed
+  /// or cancelled (see `acceptsEither`), so only their sum is exact.
+  func counts(of queue: Int) -> (counts: QueueCounts, ambiguous: Bool) {
+    var counts = QueueCounts()
+    var ambiguous = false
+    for (op, model) in ops where model.queue == queue && model.enqueued {
+      guard let state = expectedState(op) else { continue }
+      counts.add(1, to: state)
+      if state.isTerminal, model.eitherBadOutcome { ambiguous = true }
+    }
+    return (counts, ambiguous)
+  }
+
+  /// Whether `real` counts are `expected`'s (see ``counts(of:)``).
+  static func countsAgree(_ real: QueueCounts, _ expected: (counts: QueueCounts, ambiguous: Bool)) -> Bool {
+    var real = real
+    var model = expected.counts
+    if expected.ambiguous {
+      real.failed += real.cancelled
+      real.cancelled = 0
+      model.failed += model.cancelled
+      model.cancelled = 0
+    }
+    return real == model
+  }
 }

@@ -20,6 +20,8 @@
 #   tagged-max4        independent-max4 with a tag on each op (skipped before tags)
 #   cancel-tagged      cancelOperations(tagged:) for 100 tagged ops among 1,000 and among 100,000
 #                      waiting (callgrind collects inside the call only; skipped before tags)
+#   progress-report    one operation's body reporting progress N times: per report (skipped before
+#                      progress)
 # Run it on a quiet machine, a few times: workers that linger poll and the records' storage is
 # judged by the clock, so the counts move by about 1% from run to run (the idle start's misses by
 # about 3%), and more when other work runs beside them. Installs valgrind from Debian's packages
@@ -107,3 +109,4 @@ if "$bench" --help 2>&1 | grep -qw tags; then
       "$work/tagged.$among"
   done
 fi
+if "$bench" --help 2>&1 | grep -qw progress; then per_op progress-report 100000 1100000; fi

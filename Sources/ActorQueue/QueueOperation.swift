@@ -33,6 +33,8 @@ public class AnyQueueOperation: Hashable, @unchecked Sendable, CustomStringConve
   /// Whether the record lives in the process's scheduler (`Engine.scheduler`); `false` only for
   /// handles that tests make for a scheduler value of their own.
   let isInEngine: Bool
+  /// Its progress cell, once something reports or observes progress (see `ProgressCell`).
+  let progressStorage = AtomicLazyReference<ProgressCell>()
 
   /// A new operation, with its record.
   init(name: String?, priority: OperationPriority, work: OperationWork) {

@@ -60,3 +60,47 @@ final class QueueOperationMarker: Operation, @unchecked Sendable {
     target.cancel()
   }
 }
+
+extension AnyQueueOperation {
+  /// A Foundation `Progress` that follows this operation's ``AnyQueueOperation/progress``: its
+  /// `fractionCompleted` is the operation's fraction (to a millionth: `totalUnitCount` is
+  /// 1,000,000), indeterminate while the operation's total is, and complete once it finished.
+  /// Cancelling the `Progress` cancels the operation; an operation that ends cancelled cancels it.
+  ///
+  /// ```swift
+  /// let upload = queue.addOperation(name: "upload") { progress in
+  ///   progress.setTotal(parts.count)
+  ///   for part in parts { try await send(part); progress.complete() }
+  /// }
+  /// progressView.observedProgress = upload.foundationProgress   // UIProgressView, NSProgressIndicator
+  /// ```
+  ///
+  /// Each access returns a new `Progress`, updated by one task that follows
+  /// ``AnyQueueOperation/progressUpdates`` until the operation ends (KVO notifications come from
+  /// that task's thread, as they do from any `Progress` updated off the main thread). Add it as a
+  /// child of a parent `Progress` with `addChild(_:withPendingUnitCount:)` to roll it up there.
+  public var foundationProgress: Progress {
+    let progress = Progress(totalUnitCount: Self.foundationScale)
+    progress.isCancellable = true
+    progress.cancellationHandler = { [weak self] in self?.cancel() }
+    Self.apply(self.progress, to: progress, cancelled: state == .cancelled)
+    let updates = progressUpdates
+    Task { [weak self] in
+      for await update in updates {
+        Self.apply(update, to: progress, cancelled: update.isFinished && self?.state == .cancelled)
+      }
+    }
+    return progress
+  }
+
+  /// The units of a bridged `Progress`: fractions to a millionth.
+  private static let foundationScale: Int64 = 1_000_000
+
+  private static func apply(_ update: OperationProgress, to progress: Progress, cancelled: Bool) {
+    if cancelled, !progress.isCancelled { progress.cancel() }
+    let indeterminate = update.total == nil && !update.isFinished && update.fraction == 0
+    progress.totalUnitCount = indeterminate ? -1 : foundationScale
+    progress.completedUnitCount =
+      indeterminate ? 0 : Int64((update.fraction * Double(foundationScale)).rounded())
+  }
+}

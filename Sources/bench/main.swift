@@ -49,6 +49,7 @@ func runComparison() -> [Row] {
     case .group: rows += GroupScenario.run(options, sizes)
     case .tags: rows += TagScenario.run(options, sizes)
     case .capacity: rows += CapacityScenario.run(options, sizes)
+    case .progress: rows += ProgressReports.run(options, sizes)
     case .chain, .fanIn, .fanOut, .dag: rows += Graphs.run(scenario, options, sizes)
     case .cancel: rows += Cancellation.run(options, sizes)
     case .queues: rows += ManyQueues.run(options, sizes)

@@ -7,7 +7,8 @@ extension ActorQueue {
   /// block has ended. Cancelling it cancels every block (they are child tasks of its task). The
   /// first block to throw cancels its siblings and the operation ends with that error
   /// (`.failed`, or `.cancelled` for `CancellationError`) — Foundation runs every block to the
-  /// end and has no notion of failure. Cost: one child task per block.
+  /// end and has no notion of failure. Its ``AnyQueueOperation/progress`` counts the blocks that
+  /// returned, out of `blocks.count`. Cost: one child task per block.
   ///
   /// ```swift
   /// let thumbnails = queue.addOperation(name: "thumbnails", blocks: urls.map { url in
@@ -20,7 +21,19 @@ extension ActorQueue {
     name: String? = nil, priority: OperationPriority = .normal,
     blocks: [@Sendable () async throws -> Value]
   ) -> QueueOperation<[Value]> {
-    addOperation(name: name, priority: priority) { try await runConcurrently(blocks) }
+    addOperation(
+      name: name, priority: priority,
+      reportingProgress: { progress in
+        progress.setTotal(blocks.count)
+        return try await runConcurrently(
+          blocks.map { block in
+            {
+              let value = try await block()
+              progress.complete()
+              return value
+            }
+          })
+      })
   }
 
   /// Adds a barrier: its `body` runs after every operation added to this queue before it has

@@ -13,6 +13,7 @@ struct GroupRecord: Sendable {
 
   /// The group's operation (its record), which waits for every operation of this queue.
   let operation: Int
+  let operationID: OperationID
   let policy: GroupFailurePolicy
   var admission = Admission.open
   /// The children that failed, in the order they ended (none kept with ``GroupFailurePolicy/ignore``).
@@ -23,6 +24,9 @@ struct GroupRecord: Sendable {
   /// The generation of the queue, not a group's, that the outermost group belongs to: its
   /// exclusivity domain is the children's by default.
   let domainGeneration: UInt64
+  /// Children that ended, and the sum of their progress weights: complete in the roll-up.
+  var endedChildren = 0
+  var endedWeight = 0
 }
 
 /// Operation groups: a queue of children whose group operation ends after them.
@@ -50,7 +54,7 @@ extension Scheduler {
     queues[reference.index].taskExecutor = queues[parent].taskExecutor
     queues[reference.index].isGroup = true
     groupRecords[reference.index] = GroupRecord(
-      operation: index, policy: policy, deadline: deadline,
+      operation: index, operationID: operations[index].id, policy: policy, deadline: deadline,
       domainGeneration: outer?.domainGeneration ?? queues[parent].generation)
     liveGroups += 1
     return (reference, index, operations[index].id)
@@ -123,6 +127,9 @@ extension Scheduler {
       // One with time state arms its deadline in `enqueue`, the earlier of its own and this.
       if groupRecords[queue]!.deadline != nil, operations[index].timeSlot < 0 {
         armDeadline(of: index, on: queue, TimeTraits(), now: now)
+      }
+      if operations[index].enqueuedHandle?.progressStorage.load() != nil {
+        linkChildProgress(index, in: queue)
       }
       return true
     }

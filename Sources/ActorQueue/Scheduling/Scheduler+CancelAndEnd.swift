@@ -169,6 +169,7 @@ extension Scheduler {
 
     // Events: the subscriber streams end after the terminal state.
     transition(index, to: .ended(terminal), &effects)
+    if !groupRecords.isEmpty { keepGroupProgress(of: index) }
     let queue = operations[index].queue
     // Its keys, its place among a key's waiters, its reservations: released, to be scanned.
     if operations[index].timeMarks.contains(.exclusive) { endExclusive(index) }
@@ -178,7 +179,10 @@ extension Scheduler {
     if !operations[index].timeMarks.isEmpty { endTimers(of: index, queue: queue, &effects) }
     var leftHandle: Handle?
     if queue >= 0 {
-      if queues[queue].isGroup, terminal == .failed { noteChildFailure(index, in: queue, &effects) }
+      if queues[queue].isGroup {
+        if terminal == .failed { noteChildFailure(index, in: queue, &effects) }
+        noteChildEnded(index, in: queue, &effects)
+      }
       if operations[index].extrasBox != nil, let coalescing = operations[index].extras?.coalescing {
         releaseCoalescingKey(of: index, hash: coalescing.hash, in: queue, &effects)
       }

@@ -194,6 +194,8 @@ struct TimeTraits: Sendable {
   var conditions: [any OperationCondition] = []
   /// The `.tags` traits' tags, interned numbers without repeats, in the order first given.
   var tags: [UInt64] = []
+  /// The `.progressWeight` trait's weight (the last given), folded only where the operation is made.
+  var progressWeight: Int?
 
   init() {}
 
@@ -225,6 +227,8 @@ struct TimeTraits: Sendable {
         cost = permits
       case .condition(let box):
         conditions.append(box.condition)
+      case .progressWeight(let weight):
+        progressWeight = weight
       case .tags(_, let ids):
         if tags.isEmpty {
           tags = ids

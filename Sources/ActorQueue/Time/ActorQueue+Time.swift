@@ -83,6 +83,11 @@ extension ActorQueue {
       }
     }
     let time = TimeTraits(traits)
+    if let weight = time.progressWeight {
+      return submit(
+        name: name, priority: priority, traits: traits, progress: ProgressCell(weight: weight), work, as: type
+      )
+    }
     time.checkClock(clock.id, operation: name ?? "an operation", queue: self.name)
     let index = index
     if !time.conditions.isEmpty {
@@ -94,6 +99,34 @@ extension ActorQueue {
     }
     return submitNew(name: name, priority: priority, work, as: type) { scheduler, operation, effects in
       scheduler.submitTimed(operation, time, to: index, now: Engine.now, &effects)
+    }
+  }
+
+  /// ``submit(name:priority:traits:_:as:)`` for an operation with a progress cell, tied to it in
+  /// the critical section that creates it (so its group, if any, counts its weight from its add).
+  nonisolated func submit<Success: Sendable>(
+    name: String?, priority: OperationPriority, traits: [OperationTrait], progress cell: ProgressCell,
+    _ work: OperationWork, as type: QueueOperation<Success>.Type
+  ) -> QueueOperation<Success> {
+    let time = TimeTraits(traits)
+    time.checkClock(clock.id, operation: name ?? "an operation", queue: self.name)
+    let index = index
+    if !time.conditions.isEmpty {
+      let operation = QueueOperation<Success>(name: name, priority: priority, work: work)
+      operation.attachProgress(cell)
+      operation.setTraits(traits, conditions: time.conditions)
+      Engine.run { $0.submit(operation, to: index, now: Engine.now, &$1) }
+      return operation
+    }
+    return submitNew(name: name, priority: priority, work, as: type) { scheduler, operation, effects in
+      scheduler.attachProgress(cell, to: operation)
+      if traits.isEmpty {
+        if let spawn = scheduler.submitNew(operation, to: index, now: Engine.now, &effects) {
+          effects.spawn(spawn)
+        }
+      } else {
+        scheduler.submitTimed(operation, time, to: index, now: Engine.now, &effects)
+      }
     }
   }
 
@@ -161,6 +194,11 @@ extension AnyQueueOperation {
   /// ``setTraits(_:)`` with the traits' `conditions`, whose dependencies are asked for here,
   /// outside the lock, once.
   func setTraits(_ traits: [OperationTrait], conditions: [any OperationCondition]) {
+    for trait in traits {
+      if case .progressWeight(let weight) = trait.kind, progressStorage.load() == nil {
+        attachProgress(ProgressCell(weight: weight))
+      }
+    }
     let produced = conditions.compactMap { $0.dependency(for: self) }
     Engine.mutate { [recordIndex] in $0.setTraits(traits, of: recordIndex, produced: produced) }
   }

@@ -25,6 +25,7 @@ public struct OperationTrait: Sendable, CustomStringConvertible {
     /// The tags as given (for `description`), and their interned numbers without repeats,
     /// worked out once here rather than for each operation that uses the trait.
     case tags([OperationTag], ids: [UInt64])
+    case progressWeight(Int)
   }
 
   let kind: Kind
@@ -74,6 +75,21 @@ public struct OperationTrait: Sendable, CustomStringConvertible {
     OperationTrait(kind: .retry(policy))
   }
 
+  /// How much this operation counts in its group's progress (``AnyQueueOperation/progress`` of an
+  /// ``OperationGroup``'s operation): its fraction, times `weight`, over the sum of its siblings'
+  /// weights. 1 when not given; 0 leaves it out. Outside a group it changes nothing. A negative
+  /// weight stops the program with a message. Given twice, the last applies.
+  ///
+  /// **Foundation:** `Progress.addChild(_:withPendingUnitCount:)`.
+  public static func progressWeight(_ weight: Int) -> OperationTrait {
+    if weight < 0 {
+      fatalError(
+        "ActorQueue: .progressWeight(\(weight)) must be 0 or more; 0 leaves the operation out of its group's progress"
+      )
+    }
+    return OperationTrait(kind: .progressWeight(weight))
+  }
+
   /// `deadline 12.5s (system)`, `deadline in 2.0 seconds`, `timeout 0.5 seconds`.
   public var description: String {
     switch kind {
@@ -87,6 +103,7 @@ public struct OperationTrait: Sendable, CustomStringConvertible {
     case .cost(let permits): "cost \(permits)"
     case .condition(let box): "condition \"\(box.condition.name)\""
     case .tags(let tags, _): "tags \(tags.map(\.description).joined(separator: ", "))"
+    case .progressWeight(let weight): "progress weight \(weight)"
     }
   }
 }

@@ -24,6 +24,7 @@ enum ScenarioName: String, CaseIterable, Sendable {
   case group
   case tags
   case capacity
+  case progress
 
   var summary: String {
     switch self {
@@ -60,6 +61,7 @@ enum ScenarioName: String, CaseIterable, Sendable {
       "cancelOperations(tagged:) for 100 tagged ops among 100,000 waiting, against the same call among 1,000"
     case .capacity:
       "100,000 ops at limit 4 added with addOperationWaitingForCapacity (space free) against addOperation"
+    case .progress: "ns per ProgressReporter.complete() in a body, against a Foundation Progress's increment"
     }
   }
 }

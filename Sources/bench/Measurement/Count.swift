@@ -54,6 +54,8 @@ enum CountedWorkload: String, CaseIterable, Sendable {
   case cancelTagged = "cancel-tagged"
   /// `independent-max4` with a tag on each operation: what a tag costs.
   case taggedMax4 = "tagged-max4"
+  /// One operation whose body makes N progress reports: what a report costs.
+  case progressReport = "progress-report"
 
   /// Runs the workload `n` times.
   func run(_ n: Int) {
@@ -90,6 +92,8 @@ enum CountedWorkload: String, CaseIterable, Sendable {
       _ = GroupScenario.actorQueue(n: n)
     case .taggedMax4:
       TagScenario.taggedMax4(n)
+    case .progressReport:
+      ProgressReports.count(n)
     case .cancelTagged:
       let (queue, _) = TagScenario.waiting(among: n, tag: "count-tag")
       queue.cancelOperations(tagged: "count-tag")

@@ -703,6 +703,32 @@ struct ArticleTests {
     try expectOutput(transcript, "docc-wait-report")
   }
 
+  @Test("Observing state: counts and progress")
+  func progress() async throws {
+    let transcript = Transcript()
+    @Sendable func print(_ items: Any...) { transcript.print(items) }
+    let lines = ["a", "b", "c"]
+    @Sendable func store(_ line: String) async throws { await Task.yield() }
+
+    // snippet: docc-progress
+    let queue = ActorQueue(name: "import")
+    let parse = queue.addOperation(
+      name: "parse",
+      reportingProgress: { progress in
+        progress.setTotal(lines.count)
+        for line in lines {
+          try await store(line)
+          progress.complete()
+        }
+      })
+    for await progress in parse.progressUpdates where progress.isFinished {
+      print(progress, "-", queue.counts)
+    }
+    // end snippet
+
+    try expectOutput(transcript, "docc-progress")
+  }
+
   @Test("Migrating")
   func migrating() async throws {
     let transcript = Transcript()

@@ -467,6 +467,23 @@ func tagsBefore(queue: OperationQueue) {
   // end snippet
 }
 
+func progressBefore(queue: OperationQueue, files: [String]) {
+  @Sendable func send(_ chunk: Int, of file: String) {}
+  // snippet: progress-before
+  queue.progress.totalUnitCount = Int64(files.count)  // nothing shows until this is set
+  for file in files {
+    let upload = BlockOperation {
+      let fileProgress = Progress(totalUnitCount: 4)
+      for chunk in 0..<4 {
+        send(chunk, of: file)
+        fileProgress.completedUnitCount += 1
+      }
+    }
+    queue.addOperation(upload)
+  }
+  // end snippet
+}
+
 func capacityBefore(queue: OperationQueue, records: [String], store: @escaping @Sendable (String) -> Void) {
   // snippet: capacity-before
   let slots = DispatchSemaphore(value: 100)

@@ -576,6 +576,38 @@ struct MigrationTests {
     #expect(highWater.withLock { $0 } <= 100)
   }
 
+  @Test("Progress: counts, and how far each operation has got")
+  func progress() async throws {
+    let transcript = Transcript()
+    @Sendable func print(_ items: Any...) { transcript.print(items) }
+    let files = ["a.txt", "b.txt", "c.txt"]
+    @Sendable func send(_ chunk: Int, of file: String) async throws { await Task.yield() }
+
+    // snippet: progress-after
+    let queue = ActorQueue(name: "uploads", maxConcurrentOperationCount: 2)
+    let before = queue.counts
+    let uploads = files.map { file in
+      queue.addOperation(
+        name: file,
+        reportingProgress: { progress in
+          progress.setTotal(4)
+          for chunk in 0..<4 {
+            try await send(chunk, of: file)
+            progress.complete()
+          }
+        })
+    }
+    for await progress in uploads[0].progressUpdates where progress.isFinished {
+      print(uploads[0].name!, progress)
+    }
+    await queue.waitUntilAllOperationsAreFinished()
+    let batch = queue.counts.since(before)
+    print("finished", batch.finished, "failed", batch.failed, "of", uploads.count)
+    // end snippet
+
+    try expectOutput(transcript, "progress-after")
+  }
+
   @Test("At most N a second: rate limits")
   func rateLimits() async throws {
     let transcript = Transcript()

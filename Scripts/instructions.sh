@@ -5,7 +5,8 @@
 #
 #   Scripts/instructions.sh            this checkout
 #   Scripts/instructions.sh c2de8fe    a commit's library, measured with this checkout's bench
-#                                      (with its own before retries, which must have --count)
+#                                      (with its own before progress, whose API this bench uses;
+#                                      that one must have --count)
 #
 # Each workload runs under callgrind at two sizes (`bench --count WORKLOAD N`); the difference
 # divided by the difference of N is the cost per operation, without the process start, the
@@ -43,7 +44,7 @@ if [ $# -ge 1 ]; then
   package=$work/package
   git -C "$root" worktree add --detach --force "$package" "$1" >/dev/null 2>&1
   trap 'git -C "$root" worktree remove --force "$package"; rm -rf "$work"' EXIT
-  if [ -f "$package/Sources/ActorQueue/Time/RetryPolicy.swift" ]; then
+  if [ -f "$package/Sources/ActorQueue/Progress/OperationProgress.swift" ]; then
     rm -rf "$package/Sources/bench"
     cp -R "$root/Sources/bench" "$package/Sources/bench"
   elif [ ! -f "$package/Sources/ActorQueue/Time/OperationTrait.swift" ]; then
@@ -51,7 +52,7 @@ if [ $# -ge 1 ]; then
     # (whose --count workloads are the same code) measures it, without the timed workload.
     timed=no
   fi
-  # A commit from before retries measures with its own bench too, which has no retry workload.
+  # A commit from before progress measures with its own bench, which has the workloads of its day.
 fi
 echo "building the bench of $(git -C "$package" rev-parse --short HEAD) (release)" >&2
 swift build --package-path "$package" -c release --product bench >&2

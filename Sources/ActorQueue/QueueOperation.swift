@@ -198,9 +198,26 @@ public class AnyQueueOperation: Hashable, @unchecked Sendable, CustomStringConve
   /// Like `Task.value`, cancelling the waiting task does not end the wait nor cancel the
   /// operation; call ``cancel()`` for that. No thread blocks (Foundation's
   /// `waitUntilFinished()` blocks one).
+  ///
+  /// The wait escalates: the operation and every unfinished operation it waits for, on any
+  /// queue, run at least at the waiting task's priority (see ``effectiveTaskPriority``), and
+  /// again if the waiting task is escalated while it waits (Apple's platforms 26 and later; Linux).
   public func waitUntilFinished() async {
+    let priority = Task.currentPriority.rawValue
+    if #available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *) {
+      await withTaskPriorityEscalationHandler {
+        await waitForEnd(escalatingTo: priority)
+      } onPriorityEscalated: { [recordIndex] _, raised in
+        Engine.run { $0.escalate(recordIndex, to: raised.rawValue, &$1) }
+      }
+    } else {
+      await waitForEnd(escalatingTo: priority)
+    }
+  }
+
+  private func waitForEnd(escalatingTo priority: UInt8) async {
     await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-      let waits = Engine.mutate { $0.addWaiter(continuation, to: recordIndex) }
+      let waits = Engine.run { $0.addWaiter(continuation, to: recordIndex, escalatingTo: priority, &$1) }
       if !waits { continuation.resume() }
     }
   }

@@ -131,6 +131,8 @@ final class Worker: Sendable {
   private struct Handle {
     var task: Task<Void, any Error>?
     var cancelPending = false
+    /// A priority to escalate the task to once it is attached (`TaskPriority.rawValue`; 0: none).
+    var escalationPending: UInt8 = 0
     var retired = false
     /// The first step, until the task takes it.
     var first: WorkerAction?
@@ -242,13 +244,31 @@ final class Worker: Sendable {
   /// inside it: a `Task` and an `UnsafeCurrentTask` are each a reference to the same runtime
   /// object, and nothing else); cancels it if that was asked for meanwhile.
   func attach(_ task: Task<Void, any Error>) {
-    let cancel = withHandle { handle in
-      guard !handle.retired else { return false }
+    let (cancel, escalation) = withHandle { handle -> (Bool, UInt8) in
+      guard !handle.retired else { return (false, 0) }
       handle.task = task
       self.task.store(unsafeBitCast(task, to: Int.self), ordering: .relaxed)
-      return handle.cancelPending
+      return (handle.cancelPending, handle.escalationPending)
     }
     if cancel { task.cancel() }
+    if escalation != 0 { Self.escalate(task, to: escalation) }
+  }
+
+  /// Raises the task's priority to `priority` (`TaskPriority.rawValue`; an effect: outside the
+  /// scheduler's lock), now or as soon as it is attached. The runtime never lowers it.
+  func escalate(to priority: UInt8) {
+    let task = withHandle { handle -> Task<Void, any Error>? in
+      if handle.task == nil { handle.escalationPending = max(handle.escalationPending, priority) }
+      return handle.task
+    }
+    if let task { Self.escalate(task, to: priority) }
+  }
+
+  private static func escalate(_ task: Task<Void, any Error>, to priority: UInt8) {
+    // The runtime's escalation API is new on Apple's platforms; on Linux the toolchain has it.
+    if #available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *) {
+      task.escalatePriority(to: TaskPriority(rawValue: priority))
+    }
   }
 
   /// Cancels the task (an effect: outside the scheduler's lock), now or as soon as it is

@@ -55,6 +55,12 @@ struct OperationRecord: Sendable {
   var isBarrier = false
   /// The worker's task was asked to cancel: the worker must not run another operation.
   var taskCancelled = false
+  /// The worker's task was escalated for it: the worker retires after it, so the raised
+  /// priority does not carry into the next operation.
+  var workerEscalated = false
+  /// The highest priority (`TaskPriority.rawValue`) of the tasks that awaited it, or of the
+  /// operations awaited that wait for it; 0: none. Only grows (see `Scheduler+Escalation.swift`).
+  var escalation: UInt8 = 0
   /// The queue's index while enqueued and unfinished; -1 otherwise.
   var queue = -1
   /// Submission order (one counter for every queue): the tie-break among ready operations.
@@ -145,7 +151,8 @@ struct OperationRecord: Sendable {
   /// (`FreeRecordCheck`), so a field added without resetting it where records are freed fails.
   static let fieldsSetByReuse: Set<String> = [
     "id", "isLive", "name", "priority", "phase", "cancelRequested", "wasEnqueued", "isBarrier",
-    "taskCancelled", "pauseHeld", "excessPaused", "isWeaklyReferenced", "isLetGo", "isHandleGone", "queue",
+    "taskCancelled", "workerEscalated", "escalation", "pauseHeld", "excessPaused", "isWeaklyReferenced",
+    "isLetGo", "isHandleGone", "queue",
     "unfinishedDependencies", "extrasBox", "body", "external", "order", "startOrder",
   ]
 
@@ -162,6 +169,8 @@ struct OperationRecord: Sendable {
     wasEnqueued = false
     isBarrier = false
     taskCancelled = false
+    workerEscalated = false
+    escalation = 0
     pauseHeld = false
     excessPaused = false
     isWeaklyReferenced = false
@@ -267,14 +276,16 @@ extension OperationRecord {
   }
 
   /// Leaves its queue's list of started bodies; returns its neighbours there, and whether its
-  /// worker's task was asked to cancel (reset: the worker reports it once).
+  /// worker must retire: its task was asked to cancel, or was escalated (reset: the worker
+  /// reports it once).
   mutating func leaveStarted() -> (previous: Int, next: Int, taskCancelled: Bool) {
     defer {
       previousStarted = -1
       nextStarted = -1
       taskCancelled = false
+      workerEscalated = false
     }
-    return (previousStarted, nextStarted, taskCancelled)
+    return (previousStarted, nextStarted, taskCancelled || workerEscalated)
   }
 
   /// Ends what only an unfinished operation keeps: its pause requests, and the body it never

@@ -88,6 +88,9 @@ struct QueueRecord: Sendable {
   /// Its operations by state, and those that ended in it by terminal state (``ActorQueue/counts``):
   /// moved on each transition of an operation while it is in the queue.
   var counts = QueueCounts()
+  /// Its policy is ``EscalationPolicy/taskPriorityAndOrder``: an escalated waiting operation is
+  /// raised to `.veryHigh`.
+  var reordersEscalated = false
   /// Subscribers of ``ActorQueue/countUpdates``.
   var countWatchers: [EventChannel<QueueCounts>] = []
 

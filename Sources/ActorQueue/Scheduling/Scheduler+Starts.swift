@@ -232,6 +232,7 @@ extension Scheduler {
     if next >= 0 { operations[next].previousStarted = index }
     queues[queue].firstStarted = index
     transition(index, to: .executing(.worker(worker)), claimed: true, &effects)
+    if operations[index].escalation != 0 { escalateWorker(of: index, worker, in: queue, &effects) }
     if operations[index].timeSlot >= 0 { return timedStart(index, body, on: worker) }
     if operations[index].retrySlot >= 0 { startAttempt(index, body, on: worker) }
     return .run(operation: index, id: operations[index].id, body: body)

@@ -351,6 +351,17 @@ struct Scheduler: Sendable {
     return true
   }
 
+  /// ``addWaiter(_:to:)`` for a task of `priority` (`TaskPriority.rawValue`), which escalates
+  /// the operation and what it waits for (`Scheduler+Escalation.swift`).
+  mutating func addWaiter(
+    _ continuation: CheckedContinuation<Void, Never>, to index: Int, escalatingTo priority: UInt8,
+    _ effects: inout Effects
+  ) -> Bool {
+    guard addWaiter(continuation, to: index) else { return false }
+    if operations[index].escalation < priority { escalate(index, to: priority, &effects) }
+    return true
+  }
+
   /// Registers a task waiting for `queue` to have no unfinished operation; `false` if it has
   /// none now.
   mutating func addAllFinishedWaiter(_ continuation: CheckedContinuation<Void, Never>, to queue: Int) -> Bool

@@ -59,7 +59,11 @@ public actor ImageCache {
 ///   fetching, running ones have their fetch cancelled;
 /// - one loader can serve several screens: each screen's requests carry its tag, and
 ///   ``cancelRequests(for:)`` cancels that screen's requests alone (`cancelOperations(tagged:)`),
-///   never a load another screen's request still waits for.
+///   never a load another screen's request still waits for;
+/// - prefetches wait behind visible cells (`.low`), and a load a visible cell now awaits moves
+///   ahead of the prefetches waiting for a slot: the queue's escalation policy is
+///   `.taskPriorityAndOrder`, so awaiting ``ImageRequest/image`` from a task of higher priority
+///   raises that load (and its fetch's task).
 public final class ImageLoader: Sendable {
   private let queue: ActorQueue
   private let fetcher: any ImageFetcher
@@ -74,6 +78,7 @@ public final class ImageLoader: Sendable {
     log: @escaping @Sendable (String) -> Void = { _ in }
   ) {
     queue = ActorQueue(name: "images", maxConcurrentOperationCount: maxConcurrentLoads)
+    queue.escalation = .taskPriorityAndOrder
     self.fetcher = fetcher
     self.cache = cache
     self.log = log
@@ -81,15 +86,21 @@ public final class ImageLoader: Sendable {
 
   /// Asks for the image at `url`: from the cache if it is there (no load); otherwise the load
   /// in flight for `url` if there is one (this request joins it), or a new load. `screen` tags
-  /// the request, for ``cancelRequests(for:)``.
-  public func request(_ url: URL, for screen: OperationTag? = nil) async -> ImageRequest {
+  /// the request, for ``cancelRequests(for:)``; a prefetch (`priority: .low`) waits behind the
+  /// requests of visible cells.
+  public func request(_ url: URL, for screen: OperationTag? = nil, priority: OperationPriority = .normal)
+    async
+    -> ImageRequest
+  {
     if let image = await cache.image(for: url) {
       log("  \(url.lastPathComponent): from the cache")
       return ImageRequest(url: url, source: .cached(image))
     }
     let (queue, cache, fetcher, log) = (queue, cache, fetcher, log)
     let traits: [OperationTrait] = screen.map { [.tags($0)] } ?? []
-    let load = queue.addOperation(name: url.lastPathComponent, traits: traits, coalescingBy: url) {
+    let load = queue.addOperation(
+      name: url.lastPathComponent, priority: priority, traits: traits, coalescingBy: url
+    ) {
       // It may have arrived while this load waited for a slot (a load of the same URL that
       // ended just before this one was added).
       if let image = await cache.image(for: url) { return image }
@@ -164,6 +175,13 @@ public struct ImageRequest: Sendable {
       case .load(let load): return try await load.value
       }
     }
+  }
+
+  /// The priority its load's task runs at, or will: raised while a task of a higher priority
+  /// awaits ``image``; `nil` for an image from the cache.
+  public var effectivePriority: TaskPriority? {
+    if case .load(let load) = source { return load.effectiveTaskPriority }
+    return nil
   }
 
   /// Cancels this request (the cell scrolled away): it ends at once, throwing

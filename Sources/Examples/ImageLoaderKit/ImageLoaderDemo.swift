@@ -3,7 +3,9 @@ import Foundation
 /// The story `swift run ImageLoader` tells: a gallery screen whose cells ask for images, some
 /// of them the same; cells that scroll away; the screen shown again (from the cache); and a
 /// screen left before its images arrive, its requests cancelled by tag. Each step says what it does, the loader logs what
-/// happens, and the story checks what it claims (the executable exits 1 if a check fails).
+/// happens, and the story checks what it claims (the executable exits 1 if a check fails). Last,
+/// prefetches queued behind a visible cell's image that the screen now waits for: the wait
+/// raises that load ahead of them.
 ///
 /// Every image takes 150 ms to arrive. What the checks assert holds however the machine
 /// schedules the story; where an outcome depends on timing (a cell that scrolls away just as
@@ -120,6 +122,29 @@ public enum ImageLoaderDemo {
     let fetched = await server.totalFetches - before
     say("  \(cancelled) of 12 requests cancelled; \(fetched) fetches had started, the others never did")
     check(loader.loadCount == 0, "no load left")
+    say("STEP 6. The gallery prefetches 10 images below the fold (priority .low): 4 load, 6 wait for a slot.")
+    say("        The user scrolls: a cell now shows lake.jpg, asked for last, and the screen waits for it.")
+    say("        Awaiting it from a .userInitiated task raises its load ahead of the waiting prefetches.")
+    var prefetches: [ImageRequest] = []
+    for index in 1...10 {
+      prefetches.append(await loader.request(url("below\(index).jpg"), for: "gallery", priority: .low))
+    }
+    let lake = await loader.request(url("lake.jpg"), for: "gallery", priority: .low)
+    let shown = Task(priority: .userInitiated) { await outcome(lake) }
+    while (lake.effectivePriority ?? .low) < .userInitiated { await Task.yield() }
+    check(
+      lake.effectivePriority == .userInitiated, "lake.jpg's load runs at .userInitiated, raised by the wait")
+    let lakeResult = await shown.value
+    check(lakeResult.image != nil, "the visible cell shows lake.jpg: \(lakeResult.description)")
+    for prefetch in prefetches { _ = await outcome(prefetch) }
+    await loader.waitUntilIdle()
+    let order = await server.fetchOrder.map(\.lastPathComponent)
+    let lakeAt = order.firstIndex(of: "lake.jpg") ?? order.count
+    let overtaken = order[lakeAt...].filter { $0.hasPrefix("below") }.count
+    check(
+      overtaken == 6,
+      "lake.jpg's fetch started before the \(overtaken) prefetches that waited for a slot when the cell asked"
+    )
     let peak = await server.peakConcurrentFetches
     check(peak <= 4, "never more than 4 fetches at once (peak \(peak))")
     say(failures == 0 ? "Done: every check held." : "Done, but \(failures) check(s) failed.")

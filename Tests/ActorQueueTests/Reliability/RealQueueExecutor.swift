@@ -303,6 +303,8 @@ private final class RealRun {
   var weakBoxes: [Weak<QueueBox>] = []
   var weakQueues: [Weak<ActorQueue>] = []
   var handles: [Int: AnyQueueOperation] = [:]
+  /// Each handle's effective priority when last read: escalation never lowers it.
+  var lastEffective: [Int: UInt8] = [:]
   var typed: [Int: QueueOperation<Int>] = [:]
   var weakOps: [Int: Weak<AnyQueueOperation>] = [:]
   var ids: [Int: OperationID] = [:]
@@ -744,6 +746,10 @@ private final class RealRun {
         name: "op\(op)", priority: OperationPriority.allCases[priority], traits: traits, body(op, spec))
       typed[op] = operation
       track(op, operation, spec)
+    case .escalate(let op, let code):
+      handles[op]!.escalate(to: EscalationCode.priority(code))
+    case .setEscalation(let queue, let reorders):
+      boxes[queue]!.queue.escalation = reorders ? .taskPriorityAndOrder : .taskPriority
     case .setCapacity(let queue, let capacity):
       boxes[queue]!.queue.capacity = capacity
     case .addWaiting(let op, let queue, let priority, let spec):
@@ -1111,6 +1117,18 @@ private final class RealRun {
         && !(model.acceptsEither(op) && expected.isTerminal && real.isTerminal && real != .finished)
       {
         return "op\(op) is \(real), expected \(expected)"
+      }
+      // Escalation: the model's, and never lower than what this handle read before.
+      let escalation = Engine.read { $0.operations[operation.recordIndex].escalation }
+      if !real.isTerminal, escalation != model.ops[op]!.escalation {
+        return "op\(op)'s escalation is \(escalation), the model's \(model.ops[op]!.escalation)"
+      }
+      if !real.isTerminal {
+        let effective = operation.effectiveTaskPriority?.rawValue ?? 0
+        if effective < (lastEffective[op] ?? 0) {
+          return "op\(op)'s effective priority fell from \(lastEffective[op]!) to \(effective)"
+        }
+        lastEffective[op] = effective
       }
       if operation.isPaused != model.expectedIsPaused(op) {
         return "op\(op).isPaused is \(operation.isPaused), expected \(model.expectedIsPaused(op))"

@@ -61,6 +61,9 @@ struct ValueExecutor: ScriptExecutor {
   static let served = Atomic<Int>(0)
   static let cancelledWaiting = Atomic<Int>(0)
   static let refusedTries = Atomic<Int>(0)
+  /// Ops raised by escalations (each at most once per priority), and reordered by one.
+  static let escalatedOps = Atomic<Int>(0)
+  static let reorderedOps = Atomic<Int>(0)
 
   func run(_ script: Script) async -> ScriptFailure? {
     var run = ValueRun(script: script, waitsOutLingers: waitsOutLingers)
@@ -154,6 +157,8 @@ private struct ValueRun {
     ValueExecutor.served.add(model.served, ordering: .relaxed)
     ValueExecutor.cancelledWaiting.add(model.cancelledWaiting, ordering: .relaxed)
     ValueExecutor.refusedTries.add(model.refusedTries, ordering: .relaxed)
+    ValueExecutor.escalatedOps.add(model.escalatedOps, ordering: .relaxed)
+    ValueExecutor.reorderedOps.add(model.reorderedOps, ordering: .relaxed)
     ValueExecutor.grants.add(model.grants, ordering: .relaxed)
     ValueExecutor.throttled.add(model.throttles, ordering: .relaxed)
     if let violation = model.rateViolation() { return ScriptFailure(step: nil, message: violation) }
@@ -632,8 +637,10 @@ private struct ValueRun {
       .addConditional(_, let queue, _, _, _, _, let body, _), .addWaiting(_, let queue, _, let body),
       .tryAdd(_, let queue, _, let body):
       return [queue] + body.captures
-    case .setCapacity(let queue, _):
+    case .setCapacity(let queue, _), .setEscalation(let queue, _):
       return [queue]
+    case .escalate:
+      return nil  // its dependencies may be on any queue
     case .cancelWaiting(let op):
       return queueOf(op)
     case .addAfter(_, let queue, _, let inputs, let body):
@@ -754,6 +761,12 @@ private struct ValueRun {
       let target = queue.map { queues[$0] }
       let id = valueScriptTags[tag].id
       harness.event { s, now, e in s.cancelTagged(id, in: target, now: now, &e) }
+    case .escalate(let op, let code):
+      let index = harness.index(Self.name(op))
+      harness.event { s, _, e in s.escalate(index, to: EscalationCode.priority(code).rawValue, &e) }
+    case .setEscalation(let queue, let reorders):
+      let target = queues[queue]
+      harness.event { s, _, _ in s.queues[target].reordersEscalated = reorders }
     case .setCapacity(let queue, let capacity):
       let target = queues[queue]
       harness.event { s, now, e in s.setCapacity(capacity ?? .max, of: target, now: now, &e) }
@@ -1011,6 +1024,10 @@ private struct ValueRun {
       {
         return "op\(op) is \(real), expected \(expected)"
       }
+      let escalation = harness.scheduler.operations[harness.index(Self.name(op))].escalation
+      if !real.isTerminal, escalation != model.ops[op]!.escalation {
+        return "op\(op)'s escalation is \(escalation), the model's \(model.ops[op]!.escalation)"
+      }
       let isPaused = harness.scheduler.isPaused(harness.index(Self.name(op)))
       if isPaused != model.expectedIsPaused(op) {
         return "op\(op).isPaused is \(isPaused), expected \(model.expectedIsPaused(op))"
@@ -1224,6 +1241,8 @@ struct ValueRandomScriptTests {
         + "\(ValueExecutor.served.load(ordering: .relaxed)) were served, "
         + "\(ValueExecutor.cancelledWaiting.load(ordering: .relaxed)) gave up; "
         + "\(ValueExecutor.refusedTries.load(ordering: .relaxed)) tryAdds found the queue full; "
+        + "\(ValueExecutor.escalatedOps.load(ordering: .relaxed)) ops escalated, "
+        + "\(ValueExecutor.reorderedOps.load(ordering: .relaxed)) of them moved ahead; "
         + "\(FreeRecordCheck.checkedRecords.load(ordering: .relaxed)) free records were as reuse assumes; "
         + "\(PhaseCheck.checkedRecords.load(ordering: .relaxed)) live records' phases agreed with their queues"
     )

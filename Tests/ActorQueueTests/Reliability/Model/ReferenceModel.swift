@@ -200,6 +200,8 @@ struct ReferenceModel: Sendable {
     /// Its submitter waits for space in its full queue (`addWaiting`): in the queue's line, not
     /// added, and the script has no handle yet.
     var awaitingSpace = false
+    /// The highest priority (`TaskPriority.rawValue`) it was escalated to; 0: never.
+    var escalation: UInt8 = 0
 
     // Bodies
     /// Permits the script gave (every one at once for an auto body).
@@ -336,6 +338,8 @@ struct ReferenceModel: Sendable {
     /// Its capacity (`Int.max`: none), and the ops of submitters waiting for space, first served first.
     var capacity = Int.max
     var line: [Int] = []
+    /// `escalation` is `.taskPriorityAndOrder`.
+    var reordersEscalated = false
   }
 
   /// The queues the script made (a group's queue comes after them).
@@ -379,6 +383,9 @@ struct ReferenceModel: Sendable {
   private(set) var served = 0
   private(set) var cancelledWaiting = 0
   private(set) var refusedTries = 0
+  /// Ops an escalation raised, and those it also moved ahead (`.veryHigh`).
+  private(set) var escalatedOps = 0
+  private(set) var reorderedOps = 0
   private var nextStart = 0
   private var nextMovable = 0
   /// Bodies that may move, with when they became able to: they move in that order.
@@ -547,6 +554,14 @@ struct ReferenceModel: Sendable {
       guard isBase(queue), isLive(queue: queue), ops[op] == nil, validCaptures(body) else { return .skip }
       create(op, queue: queue, priority: priority, body: body)
       enqueue(op)
+      return .done
+    case .escalate(let op, let code):
+      guard handleHeld(op), let model = ops[op], !model.state.isTerminal else { return .skip }
+      escalate(op, to: EscalationCode.priority(code).rawValue)
+      return .done
+    case .setEscalation(let queue, let reorders):
+      guard isBase(queue), isLive(queue: queue) else { return .skip }
+      queues[queue].reordersEscalated = reorders
       return .done
     case .setCapacity(let queue, let capacity):
       guard isBase(queue), isLive(queue: queue), (capacity ?? 1) >= 1 else { return .skip }
@@ -2072,6 +2087,34 @@ struct ReferenceModel: Sendable {
   }
 
   func acceptsEither(_ op: Int) -> Bool { ops[op]?.eitherBadOutcome ?? false }
+
+  /// The priority of a queue's worker tasks: the scripts' queues name none (`.medium`).
+  static let basePriority = TaskPriority.medium.rawValue
+
+  /// A task of `priority` awaits `op`: it and every unfinished op it waits for (dependencies of
+  /// every kind, a caller's handle's shared work), transitively, are raised to `priority`, never
+  /// lowered. In a queue whose policy reorders, a raised op that has not started, above the
+  /// queue's priority and not coalesced, is raised to `.veryHigh` (4).
+  private mutating func escalate(_ op: Int, to priority: UInt8) {
+    var work = [op]
+    while let next = work.popLast() {
+      guard let model = ops[next], !model.state.isTerminal, model.escalation < priority else { continue }
+      ops[next]!.escalation = priority
+      escalatedOps += 1
+      // A caller's handle moves its shared work ahead; shared work itself moves only so.
+      let mover = model.leader.flatMap { ops[$0] } ?? model
+      if model.priority < 4, mover.enqueued, mover.state == .waiting,
+        mover.followers.isEmpty || model.leader != nil,
+        queues[mover.queue].reordersEscalated, priority > Self.basePriority
+      {
+        ops[next]!.priority = 4
+        reorderedOps += 1
+        journal.append(.priority(op: next, priority: 4, step: step))
+        if let leader = model.leader { raiseLeaderPriority(leader) }
+      }
+      work += model.allDependencies
+    }
+  }
 
   /// What `ActorQueue.counts` of `queue` must read: its ops in the queue by exact state, and
   /// those that ended there by terminal state. `ambiguous`: an op that ended there may be failed

@@ -166,6 +166,11 @@ enum Step: Codable, Sendable, Hashable, CustomStringConvertible {
   case tryAdd(op: Int, queue: Int, priority: Int, body: BodySpec)
   /// Cancels the task of `addWaiting` op `op` while it waits: it throws, and nothing is added.
   case cancelWaiting(op: Int)
+  /// `op.escalate(to:)`, what a task of that priority awaiting `op` does: 0 `.low`, 1 `.medium`,
+  /// 2 `.high`.
+  case escalate(op: Int, priority: Int)
+  /// `queue.escalation = reorders ? .taskPriorityAndOrder : .taskPriority`.
+  case setEscalation(queue: Int, reorders: Bool)
 
   var description: String {
     switch self {
@@ -187,6 +192,9 @@ enum Step: Codable, Sendable, Hashable, CustomStringConvertible {
     case .tryAdd(let op, let queue, let priority, let body):
       "op\(op) = q\(queue).tryAddOperation(priority: \(priority.priorityName)) { \(body) }"
     case .cancelWaiting(let op): "cancel the task waiting to add op\(op)"
+    case .escalate(let op, let priority): "op\(op).escalate(to: \(EscalationCode.priority(priority)))"
+    case .setEscalation(let queue, let reorders):
+      "q\(queue).escalation = .\(reorders ? "taskPriorityAndOrder" : "taskPriority")"
     case .setLimiters(let queue, let limiters):
       "q\(queue).rateLimiters = [" + limiters.map { "l\($0)" }.joined(separator: ", ") + "]"
     case .addCosted(let op, let queue, let priority, let cost, let body):
@@ -409,4 +417,11 @@ extension Script {
   var sliceLimit: Int {
     seed % 4 == 0 ? Scheduler.defaultSliceLimit : Int(seed % 3) + 1
   }
+}
+
+/// The priorities a script escalates to, by number.
+enum EscalationCode {
+  static let priorities: [TaskPriority] = [.low, .medium, .high]
+
+  static func priority(_ code: Int) -> TaskPriority { priorities[min(max(code, 0), priorities.count - 1)] }
 }

@@ -70,7 +70,7 @@ struct ScriptGenerator: Sendable {
     }
 
     while steps.count < count {
-      var roll = random.below(258)
+      var roll = random.below(268)
       if capacityHeavy, roll < 18 { roll = 246 }
       if keyHeavy, roll < 18 { roll = 158 }
       if rateHeavy, roll < 18 { roll = 178 }
@@ -339,6 +339,12 @@ struct ScriptGenerator: Sendable {
         // Mostly one of the latest, the likeliest still waiting.
         guard !waitingAdds.isEmpty else { continue }
         steps.append(.cancelWaiting(op: random.pick(Array(waitingAdds.suffix(3)))))
+      case 258..<264:
+        // A task of some priority awaits an op (mostly a high one): it and what it waits for are raised.
+        guard let op = anyOp(&random) else { continue }
+        steps.append(.escalate(op: op, priority: random.chance(60) ? 2 : random.below(2)))
+      case 264..<268:
+        steps.append(.setEscalation(queue: liveQueue(&random), reorders: random.chance(70)))
       default:
         steps.append(.advance(seconds: 1 + random.below(2)))
       }

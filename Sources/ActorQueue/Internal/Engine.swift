@@ -165,6 +165,16 @@ final class Worker: Sendable {
     self.taskExecutor = taskExecutor
   }
 
+  /// Its task was escalated for the operation it runs: it retires after that operation. Written
+  /// and read under the scheduler's lock (an atomic only because the worker is shared).
+  private let escalated = Atomic<Bool>(false)
+
+  /// See `escalated`.
+  var isEscalated: Bool { escalated.load(ordering: .relaxed) }
+
+  /// Marks the worker to retire after its operation (its task is being escalated).
+  func markEscalated() { escalated.store(true, ordering: .relaxed) }
+
   /// Whether a checkpoint of the operation this worker runs must take the slow path.
   var isPauseRequested: Bool { pauseRequested.load(ordering: .relaxed) }
 

@@ -74,13 +74,7 @@ public struct QueueCounts: Sendable, Hashable, CustomStringConvertible {
       + "finished \(finished), failed \(failed), cancelled \(cancelled)"
   }
 
-  /// One operation of the queue left `old` for `new` (the scheduler, on each transition).
-  @inline(__always)
-  mutating func move(from old: OperationState, to new: OperationState) {
-    add(-1, to: old)
-    add(1, to: new)
-  }
-
+  /// One more operation in `state` (the scheduler, on an end).
   @inline(__always)
   mutating func add(_ delta: Int, to state: OperationState) {
     switch state {
@@ -106,39 +100,65 @@ extension ActorQueue {
   }
 
   /// The counts, each time they change: the current counts first, then the newest after each
-  /// change, coalesced (a consumer that falls behind gets the latest, never a backlog). The stream
-  /// finishes when the queue is released and its last operation has ended.
+  /// event that changed them, coalesced (a consumer that falls behind gets the latest, never a
+  /// backlog). The stream finishes when the queue is released and its last operation has ended.
   ///
   /// Each access creates a new subscriber. Cost: nothing while nobody subscribes; while one does,
-  /// a push per transition of one of its operations.
+  /// what a bounded subscriber of ``events`` costs (a push per transition), and a read of the
+  /// counts under the scheduler's lock each time the consumer takes the next value.
   public nonisolated var countUpdates: AsyncStream<QueueCounts> {
-    let channel = EventChannel<QueueCounts>(capacity: 1)
-    Engine.run { $0.watchCounts(channel, of: index, &$1) }
-    return channel.makeStream()
+    // Each event wakes the consumer, which reads the counts once the event's hold has ended, so
+    // every value it gives is the counts between two events, never halfway through one.
+    let changes = EventChannel<QueueEvent>(capacity: 1, droppedMarker: QueueEvent.dropped(count:last:))
+    let reference = reference
+    let last = LockedValue<QueueCounts?>(nil)
+    Engine.mutate { $0.subscribe(changes, to: reference.index) }
+    let lifetime = CountsLifetime(changes)
+    return AsyncStream(unfolding: {
+      while true {
+        guard let counts = Engine.read({ $0.isLive(reference) ? $0.counts(of: reference.index) : nil }) else {
+          return nil
+        }
+        let isNew = last.withLock { last in
+          defer { last = counts }
+          return last != counts
+        }
+        if isNew { return counts }
+        guard await lifetime.changes.next() != nil else { return nil }
+      }
+    })
   }
 }
 
+/// Owned by a counts stream's closure: its deinit abandons the subscription.
+private final class CountsLifetime: Sendable {
+  let changes: EventChannel<QueueEvent>
+  init(_ changes: EventChannel<QueueEvent>) { self.changes = changes }
+  deinit { changes.abandon() }
+}
+
 extension Scheduler {
-  /// `queue`'s counts (see ``QueueCounts``).
-  func counts(of queue: Int) -> QueueCounts { queues[queue].counts }
-
-  /// Subscribes `channel` to `queue`'s counts, pushing the current ones first.
-  mutating func watchCounts(_ channel: EventChannel<QueueCounts>, of queue: Int, _ effects: inout Effects) {
-    _ = channel.push(queues[queue].counts, effects: &effects)
-    queues[queue].countWatchers.append(channel)
-  }
-
-  /// Pushes `queue`'s counts to those who watch them; drops the watchers that went away. Out of
-  /// line: most queues have none.
-  @inline(never)
-  mutating func pushCounts(of queue: Int, _ effects: inout Effects) {
-    let counts = queues[queue].counts
-    var dropped: [EventChannel<QueueCounts>] = []
-    queues[queue].countWatchers.removeAll { channel in
-      if channel.push(counts, effects: &effects) { return false }
-      dropped.append(channel)
-      return true
+  /// `queue`'s counts: the ended ones as counted at each end; the others derived from what the
+  /// scheduler keeps anyway (the ready set, the slots, the list of unfinished operations, the
+  /// started bodies), so a transition pays nothing for them. O(started bodies): the executing
+  /// ones and those paused at a checkpoint.
+  func counts(of queue: Int) -> QueueCounts {
+    var counts = queues[queue].ended
+    // Paused bodies, and resumed ones (`.ready`): among the started bodies, which the ready set
+    // and the slots do not tell apart from the rest.
+    var resumed = 0
+    var index = queues[queue].firstStarted
+    while index >= 0 {
+      switch operations[index].phase {
+      case .paused: counts.paused += 1
+      case .resumed: resumed += 1
+      case .pending, .ready, .executing, .detached, .following, .ended, .modifying: break
+      }
+      index = operations[index].nextStarted
     }
-    if !dropped.isEmpty { effects.garbage.releaseLater(dropped) }
+    counts.ready = queues[queue].machine.readyCount - queues[queue].pausedInReady + resumed
+    counts.executing = queues[queue].machine.executing + queues[queue].detachedCount
+    counts.pending = queues[queue].unfinishedCount - counts.ready - counts.executing - counts.paused
+    return counts
   }
 }

@@ -55,11 +55,9 @@ struct OperationRecord: Sendable {
   var isBarrier = false
   /// The worker's task was asked to cancel: the worker must not run another operation.
   var taskCancelled = false
-  /// The worker's task was escalated for it: the worker retires after it, so the raised
-  /// priority does not carry into the next operation.
-  var workerEscalated = false
   /// The highest priority (`TaskPriority.rawValue`) of the tasks that awaited it, or of the
   /// operations awaited that wait for it; 0: none. Only grows (see `Scheduler+Escalation.swift`).
+  /// In the byte the one-byte fields above leave before `queue`: the record keeps its size.
   var escalation: UInt8 = 0
   /// The queue's index while enqueued and unfinished; -1 otherwise.
   var queue = -1
@@ -151,7 +149,7 @@ struct OperationRecord: Sendable {
   /// (`FreeRecordCheck`), so a field added without resetting it where records are freed fails.
   static let fieldsSetByReuse: Set<String> = [
     "id", "isLive", "name", "priority", "phase", "cancelRequested", "wasEnqueued", "isBarrier",
-    "taskCancelled", "workerEscalated", "escalation", "pauseHeld", "excessPaused", "isWeaklyReferenced",
+    "taskCancelled", "escalation", "pauseHeld", "excessPaused", "isWeaklyReferenced",
     "isLetGo", "isHandleGone", "queue",
     "unfinishedDependencies", "extrasBox", "body", "external", "order", "startOrder",
   ]
@@ -169,7 +167,6 @@ struct OperationRecord: Sendable {
     wasEnqueued = false
     isBarrier = false
     taskCancelled = false
-    workerEscalated = false
     escalation = 0
     pauseHeld = false
     excessPaused = false
@@ -276,16 +273,14 @@ extension OperationRecord {
   }
 
   /// Leaves its queue's list of started bodies; returns its neighbours there, and whether its
-  /// worker must retire: its task was asked to cancel, or was escalated (reset: the worker
-  /// reports it once).
+  /// worker's task was asked to cancel (reset: the worker reports it once).
   mutating func leaveStarted() -> (previous: Int, next: Int, taskCancelled: Bool) {
     defer {
       previousStarted = -1
       nextStarted = -1
       taskCancelled = false
-      workerEscalated = false
     }
-    return (previousStarted, nextStarted, taskCancelled || workerEscalated)
+    return (previousStarted, nextStarted, taskCancelled)
   }
 
   /// Ends what only an unfinished operation keeps: its pause requests, and the body it never
@@ -544,10 +539,6 @@ extension Scheduler {
     }
     let state = new.state
     guard state != old.state else { return }
-    if queue >= 0 {
-      queues[queue].counts.move(from: old.state, to: state)
-      if !queues[queue].countWatchers.isEmpty { pushCounts(of: queue, &effects) }
-    }
     if !operations[index].subscribers.isEmpty || operations[index].extrasBox != nil
       || (queue >= 0 && !queues[queue].subscribers.isEmpty)
     {

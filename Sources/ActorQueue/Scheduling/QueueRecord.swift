@@ -85,14 +85,15 @@ struct QueueRecord: Sendable {
   var capacity = Int.max
   /// Submitters wait for space (`Scheduler.capacityLines`): one flag for the path every end takes.
   var hasCapacityWaiters = false
-  /// Its operations by state, and those that ended in it by terminal state (``ActorQueue/counts``):
-  /// moved on each transition of an operation while it is in the queue.
-  var counts = QueueCounts()
+  /// Its operations that ended, by terminal state (the rest of ``ActorQueue/counts`` is derived:
+  /// see `Scheduler.counts(of:)`).
+  var ended = QueueCounts()
+  /// Its legacy operations running detached (cancelled while waiting, started anyway, holding no
+  /// slot): executing, but neither in a slot nor among the started bodies.
+  var detachedCount = 0
   /// Its policy is ``EscalationPolicy/taskPriorityAndOrder``: an escalated waiting operation is
   /// raised to `.veryHigh`.
   var reordersEscalated = false
-  /// Subscribers of ``ActorQueue/countUpdates``.
-  var countWatchers: [EventChannel<QueueCounts>] = []
 
   /// Leaves the list of queues the current event changed; returns the next one there.
   mutating func untouch() -> Int {

@@ -79,6 +79,7 @@ extension Scheduler {
       preconditionFailure("Internal inconsistency: detaching an operation with no external work")
     }
     transition(index, to: .detached, &effects)
+    queues[operations[index].queue].detachedCount += 1
     effects.runExternalCancel(external)
     effects.startExternal(index, id: operations[index].id, external)
   }
@@ -164,7 +165,10 @@ extension Scheduler {
     // A body that never ran, or external work that ended: released after unlocking.
     let (unused, external) = operations[index].dropUnfinished()
     if let unused { effects.garbage.releaseLater(body: unused) }
-    if let external { effects.externalEnded(external) }
+    if let external {
+      if operations[index].phase.isDetached { queues[operations[index].queue].detachedCount -= 1 }
+      effects.externalEnded(external)
+    }
     if let error { recordEndWithoutRunning(index, as: terminal, error: error) }
 
     // Events: the subscriber streams end after the terminal state.
@@ -324,6 +328,7 @@ extension Scheduler {
     if previous >= 0 { operations[previous].nextInQueue = next } else { queues[queue].first = next }
     if next >= 0 { operations[next].previousInQueue = previous } else { queues[queue].last = previous }
     queues[queue].unfinishedCount -= 1
+    queues[queue].ended.add(1, to: operations[index].phase.state)
     if queues[queue].hasCapacityWaiters { noteSpace(in: queue) }
     if queues[queue].unfinishedCount == 0 {
       if !queues[queue].allFinishedWaiters.isEmpty {

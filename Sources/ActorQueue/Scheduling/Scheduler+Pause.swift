@@ -227,14 +227,15 @@ extension Scheduler {
     queues[queue].firstStarted = index
   }
 
-  /// `index`'s body ended: it leaves its queue's started bodies. O(1). Returns whether its
-  /// worker's task was asked to cancel.
+  /// `index`'s body ended on `worker`: it leaves its queue's started bodies. O(1). Returns
+  /// whether the worker must retire: its task was asked to cancel, or was escalated for this
+  /// operation (the raised priority must not carry into the next one).
   @inline(__always)
-  mutating func unlinkStarted(_ index: Int, in queue: Int) -> Bool {
+  mutating func unlinkStarted(_ index: Int, in queue: Int, worker: Worker) -> Bool {
     let (previous, next, taskCancelled) = operations[index].leaveStarted()
     if previous >= 0 { operations[previous].nextStarted = next } else { queues[queue].firstStarted = next }
     if next >= 0 { operations[next].previousStarted = previous }
-    return taskCancelled
+    return taskCancelled || worker.isEscalated
   }
 
   // MARK: Held in a released queue

@@ -344,7 +344,7 @@ extension Scheduler {
   ) -> WorkerAction {
     let clock = queues[queue].clock
     queues[queue].machine.operationEnded()
-    let taskCancelled = unlinkStarted(index, in: queue)
+    let taskCancelled = unlinkStarted(index, in: queue, worker: worker)
     worker.setPauseRequested(false, in: pauses)
     operations[index].excessPaused = false
     if queues[queue].hasExcessRequests { touch(queue) }

@@ -319,14 +319,13 @@ extension Scheduler {
     // property of the record, read through the array, copied the whole record on every add.
     guard queues[queue].barriers.isEmpty, queues[queue].subscribers.isEmpty, !queues[queue].hasExcessRequests,
       queues[queue].pausedInReady == 0, !queues[queue].hasLimiters, !queues[queue].isGroup,
-      queues[queue].countWatchers.isEmpty, operations[index].startsAlone,
+      operations[index].startsAlone,
       queues[queue].machine.takeSlotOnIdle()
     else { return nil }
     nextSubmission += 1
     nextStart += 1
     let previous = queues[queue].append(index)
     if previous >= 0 { operations[previous].nextInQueue = index }
-    queues[queue].counts.executing &+= 1
     queues[queue].linger.workArrived(at: now())
     let worker = newWorker(for: queue)
     let first = operations[index].startAlone(

@@ -247,8 +247,6 @@ extension Scheduler {
     if !keyRecordings.isEmpty { keyRecordings[queue] = nil }
     for subscriber in queues[queue].subscribers { subscriber.finish(effects: &effects) }
     effects.garbage.releaseLater(queues[queue].subscribers)
-    for watcher in queues[queue].countWatchers { watcher.finish(effects: &effects) }
-    effects.garbage.releaseLater(queues[queue].countWatchers)
     if let executor = queues[queue].taskExecutor { effects.garbage.releaseLater(executor) }
     if queues[queue].isGroup, let operation = groupRecords[queue]?.operation {
       keepGroupProgress(of: operation)

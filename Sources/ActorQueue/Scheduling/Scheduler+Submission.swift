@@ -109,8 +109,6 @@ extension Scheduler {
     let previous = queues[queue].append(index)
     operations[index].join(queue: queue, order: nextSubmission, handle: handle, previous: previous)
     if previous >= 0 { operations[previous].nextInQueue = index }
-    queues[queue].counts.add(1, to: operations[index].phase.state)
-    if !queues[queue].countWatchers.isEmpty { pushCounts(of: queue, &effects) }
     if operations[index].isTagged { listTags(of: index) }
     if queues[queue].isGroup, !admitChild(index, to: queue, now: now, &effects) { return }
     if operations[index].external != nil { queues[queue].hasExternalWork = true }

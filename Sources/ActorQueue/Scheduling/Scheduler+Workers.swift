@@ -68,7 +68,7 @@ extension Scheduler {
       preconditionFailure("Internal inconsistency: a worker ended an operation it did not run")
     }
     let terminal = record(outcome, of: index)
-    let taskCancelled = unlinkStarted(index, in: queue)
+    let taskCancelled = unlinkStarted(index, in: queue, worker: worker)
     worker.setPauseRequested(false, in: pauses)
     if queues[queue].hasExcessRequests { touch(queue) }  // a freed slot may withdraw a request
     terminate(index, as: terminal, error: nil, &effects)

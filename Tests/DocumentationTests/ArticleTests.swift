@@ -712,15 +712,13 @@ struct ArticleTests {
 
     // snippet: docc-progress
     let queue = ActorQueue(name: "import")
-    let parse = queue.addOperation(
-      name: "parse",
-      reportingProgress: { progress in
-        progress.setTotal(lines.count)
-        for line in lines {
-          try await store(line)
-          progress.complete()
-        }
-      })
+    let parse = queue.addOperation(name: "parse") { progress in
+      progress.setTotal(lines.count)
+      for line in lines {
+        try await store(line)
+        progress.complete()
+      }
+    }
     for await progress in parse.progressUpdates where progress.isFinished {
       print(progress, "-", queue.counts)
     }

@@ -484,6 +484,18 @@ func progressBefore(queue: OperationQueue, files: [String]) {
   // end snippet
 }
 
+func escalationBefore(thumbnail: Operation) {
+  // snippet: escalation-before
+  // The cell became visible: its thumbnail is no longer a prefetch.
+  thumbnail.queuePriority = .veryHigh
+  thumbnail.qualityOfService = .userInitiated
+  for dependency in thumbnail.dependencies {
+    dependency.queuePriority = .veryHigh
+    dependency.qualityOfService = .userInitiated
+  }
+  // end snippet
+}
+
 func capacityBefore(queue: OperationQueue, records: [String], store: @escaping @Sendable (String) -> Void) {
   // snippet: capacity-before
   let slots = DispatchSemaphore(value: 100)

@@ -587,15 +587,13 @@ struct MigrationTests {
     let queue = ActorQueue(name: "uploads", maxConcurrentOperationCount: 2)
     let before = queue.counts
     let uploads = files.map { file in
-      queue.addOperation(
-        name: file,
-        reportingProgress: { progress in
-          progress.setTotal(4)
-          for chunk in 0..<4 {
-            try await send(chunk, of: file)
-            progress.complete()
-          }
-        })
+      queue.addOperation(name: file) { progress in
+        progress.setTotal(4)
+        for chunk in 0..<4 {
+          try await send(chunk, of: file)
+          progress.complete()
+        }
+      }
     }
     for await progress in uploads[0].progressUpdates where progress.isFinished {
       print(uploads[0].name!, progress)
@@ -606,6 +604,36 @@ struct MigrationTests {
     // end snippet
 
     try expectOutput(transcript, "progress-after")
+  }
+
+  @Test("Waiting raises priority: escalation")
+  func escalation() async throws {
+    let transcript = Transcript()
+    @Sendable func print(_ items: Any...) { transcript.print(items) }
+    let url = URL(fileURLWithPath: "/thumbnails/1")
+    // The fetch goes on once the wait below has escalated it (its queue's only operation): the
+    // example's claim, not a race with the awaiting task.
+    @Sendable func fetch(_ url: URL) async throws -> String {
+      let network = ActorQueue.current!
+      while network.operations.first?.effectiveTaskPriority != .userInitiated { await Task.yield() }
+      return "data"
+    }
+    @Sendable func render(_ data: String) async throws -> String { "thumbnail of \(data)" }
+
+    // snippet: escalation-after
+    let network = ActorQueue(name: "network", maxConcurrentOperationCount: 1)
+    let thumbnails = ActorQueue(name: "thumbnails", maxConcurrentOperationCount: 2)
+    thumbnails.escalation = .taskPriorityAndOrder  // an awaited operation also moves ahead
+    let data = network.addOperation(name: "data", priority: .low) { try await fetch(url) }
+    let thumbnail = thumbnails.addOperation(name: "thumbnail", priority: .low, after: data) { data in
+      try await render(data)
+    }
+    // The cell became visible: its task awaits the thumbnail.
+    let image = try await Task(priority: .userInitiated) { try await thumbnail.value }.value
+    print(image, thumbnail.queuePriority, data.queuePriority, data.effectiveTaskPriority == .userInitiated)
+    // end snippet
+
+    try expectOutput(transcript, "escalation-after")
   }
 
   @Test("At most N a second: rate limits")

@@ -1,4 +1,5 @@
 import ActorQueueTesting
+import Foundation
 import TestSupport
 import Testing
 
@@ -133,5 +134,31 @@ struct EscalationTests {
     #expect(done.effectiveTaskPriority == nil || done.effectiveTaskPriority == .medium)
     queue.isSuspended = false
     #expect(try await second.value == 1)
+  }
+}
+
+/// Foundation beside escalation: waiting raises nothing (a difference escalation removes).
+@Suite("Priority escalation: Foundation", .timeLimit(.minutes(hangLimitMinutes)))
+struct EscalationFoundationTests {
+  @Test("A user-initiated thread waiting on an Operation leaves its dependency's priority as it was")
+  func foundationRaisesNothing() async throws {
+    let queue = OperationQueue()
+    queue.isSuspended = true
+    let dependency = BlockOperation {}
+    let operation = BlockOperation {}
+    operation.addDependency(dependency)
+    for added in [dependency, operation] { queue.addOperation(added) }
+    let waiting = Gate()
+    let waiter = Thread {
+      waiting.open()
+      operation.waitUntilFinished()
+    }
+    waiter.qualityOfService = .userInitiated
+    waiter.start()
+    await waiting.wait()
+    #expect(dependency.queuePriority == .normal && operation.queuePriority == .normal)
+    #expect(dependency.qualityOfService == .default)
+    queue.isSuspended = false
+    await queue.allFinished()
   }
 }

@@ -190,7 +190,7 @@ extension Scheduler {
       if operations[index].extrasBox != nil, let coalescing = operations[index].extras?.coalescing {
         releaseCoalescingKey(of: index, hash: coalescing.hash, in: queue, &effects)
       }
-      leftHandle = leave(queue, index, &effects)
+      leftHandle = leave(queue, index, as: terminal, &effects)
       if operations[index].isBarrier { queues[queue].barriers.removeFirst(index) }
     }
 
@@ -320,7 +320,9 @@ extension Scheduler {
   /// Takes the ended operation `index` out of `queue`'s list and returns the handle the queue
   /// held (none if it let go of it); wakes the queue's waiters when none is left, and frees a released queue that is
   /// done. O(1).
-  private mutating func leave(_ queue: Int, _ index: Int, _ effects: inout Effects) -> Handle? {
+  private mutating func leave(
+    _ queue: Int, _ index: Int, as terminal: OperationState, _ effects: inout Effects
+  ) -> Handle? {
     let (handle, previous, next) = operations[index].leaveQueue()
     precondition(
       handle != nil || operations[index].isLetGo, "Internal inconsistency: an operation left its queue twice")
@@ -328,7 +330,7 @@ extension Scheduler {
     if previous >= 0 { operations[previous].nextInQueue = next } else { queues[queue].first = next }
     if next >= 0 { operations[next].previousInQueue = previous } else { queues[queue].last = previous }
     queues[queue].unfinishedCount -= 1
-    queues[queue].ended.add(1, to: operations[index].phase.state)
+    queues[queue].ended.add(1, to: terminal)
     if queues[queue].hasCapacityWaiters { noteSpace(in: queue) }
     if queues[queue].unfinishedCount == 0 {
       if !queues[queue].allFinishedWaiters.isEmpty {

@@ -153,6 +153,16 @@ func checkGoals(_ rows: inout [Row], sizes: Sizes) -> [GoalMeasurement] {
   ratioGoal(
     "capacity", CapacityScenario.variant, versus: .taskPerOp, atLeast: 1 / 1.2,
     what: "waiting add, space free (≤ 1.2x addOperation)")
+  // Issue 33: a progress report costs at most 50 ns (the row's time per call, its median; the
+  // ratio is 50 ns over it). Its bound in instructions is Scripts/instructions.sh's.
+  if let row = index("progress", ProgressReports.variant), let median = rows[row].median, median > 0 {
+    let perCall = median / Double(rows[row].n)
+    let ratio = 50e-9 / perCall
+    let pass = ratio >= 1
+    rows[row].goals.append("≤50 ns \(pass ? "PASS" : "MISS")")
+    checks.append(
+      GoalMeasurement(goal: "progress: a report ≤ 50 ns", threshold: 1, ratio: ratio, n: rows[row].n))
+  }
   // Issue 31: behind a token bucket on the system clock, starts come at most 2x as late (p99)
   // after their eligible instant as a bare Task.sleep wakes after its instant; never above
   // burst + rate · t; at least 98% of the permitted starts used (medians over the runs).

@@ -208,7 +208,7 @@ public class AnyQueueOperation: Hashable, @unchecked Sendable, CustomStringConve
       await withTaskPriorityEscalationHandler {
         await waitForEnd(escalatingTo: priority)
       } onPriorityEscalated: { [recordIndex] _, raised in
-        Engine.run { $0.escalate(recordIndex, to: raised.rawValue, &$1) }
+        Engine.run { $0.escalate(recordIndex, to: raised.rawValue, now: Engine.now, &$1) }
       }
     } else {
       await waitForEnd(escalatingTo: priority)
@@ -217,7 +217,9 @@ public class AnyQueueOperation: Hashable, @unchecked Sendable, CustomStringConve
 
   private func waitForEnd(escalatingTo priority: UInt8) async {
     await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-      let waits = Engine.run { $0.addWaiter(continuation, to: recordIndex, escalatingTo: priority, &$1) }
+      let waits = Engine.run {
+        $0.addWaiter(continuation, to: recordIndex, escalatingTo: priority, now: Engine.now, &$1)
+      }
       if !waits { continuation.resume() }
     }
   }

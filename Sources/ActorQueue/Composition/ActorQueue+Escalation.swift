@@ -51,6 +51,6 @@ extension AnyQueueOperation {
   /// Escalates the operation as a task of `priority` awaiting it would (for tests and the
   /// random testers, which cannot park a task per escalation).
   package func escalate(to priority: TaskPriority) {
-    Engine.run { [recordIndex] in $0.escalate(recordIndex, to: priority.rawValue, &$1) }
+    Engine.run { [recordIndex] in $0.escalate(recordIndex, to: priority.rawValue, now: Engine.now, &$1) }
   }
 }

@@ -13,9 +13,10 @@ import Synchronization
 /// releases many dependents) does at most `Scheduler.sliceLimit` units per hold, taking the lock
 /// again for the rest (`continueBulk`, `BulkWork`), so no call stalls every other queue.
 ///
-/// Nested locking: only two leaf locks are ever taken inside this one, `EventChannel`'s own and
-/// the lists of workers asked to pause and running a retried attempt (`WorkerDirectory`); a
-/// worker's handle lock is taken outside it.
+/// Nested locking: only leaf locks are ever taken inside this one, `EventChannel`'s own, the lists
+/// of workers asked to pause and running a retried attempt (`WorkerDirectory`), and a progress
+/// cell's (`ProgressCell`: its shares, its final value, its waiting streams, whose continuations
+/// it resumes, running nothing of the user's); a worker's handle lock is taken outside it.
 enum Engine {
   static let scheduler = LockedValue(Scheduler(pauses: pauses, attempts: attempts, commandsTimerTask: true))
   /// The workers of the process's queues asked to pause (see `WorkerDirectory`).

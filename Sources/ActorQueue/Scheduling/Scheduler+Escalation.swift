@@ -15,8 +15,11 @@ extension Scheduler {
 
   /// Raises `index` and the unfinished operations it waits for to `priority`
   /// (`TaskPriority.rawValue`). O(operations raised): each is raised at most once per priority
-  /// level, so repeated awaits cost nothing more.
-  mutating func escalate(_ index: Int, to priority: UInt8, _ effects: inout Effects) {
+  /// level, so repeated awaits cost nothing more. An operation moved ahead may be its queue's new
+  /// head: the event then decides starts, as a priority change does (`changePriority`).
+  mutating func escalate(
+    _ index: Int, to priority: UInt8, now: () -> SchedulerInstant, _ effects: inout Effects
+  ) {
     guard operations[index].escalation < priority, !operations[index].phase.hasEnded else { return }
     var work = [index]
     while let next = work.popLast() {
@@ -36,6 +39,7 @@ extension Scheduler {
       for edge in operations[next].dependencies { work.append(edge.index) }
       if leader >= 0 { work.append(leader) }
     }
+    if needsArbitration || firstTouched >= 0 { settle(now: now, &effects) }
   }
 
   /// Whether `index`, escalated to `priority`, moves ahead in its queue: the queue's policy says

@@ -355,10 +355,10 @@ struct Scheduler: Sendable {
   /// the operation and what it waits for (`Scheduler+Escalation.swift`).
   mutating func addWaiter(
     _ continuation: CheckedContinuation<Void, Never>, to index: Int, escalatingTo priority: UInt8,
-    _ effects: inout Effects
+    now: () -> SchedulerInstant, _ effects: inout Effects
   ) -> Bool {
     guard addWaiter(continuation, to: index) else { return false }
-    if operations[index].escalation < priority { escalate(index, to: priority, &effects) }
+    if operations[index].escalation < priority { escalate(index, to: priority, now: now, &effects) }
     return true
   }
 

@@ -62,7 +62,7 @@ final class QueueOperationMarker: Operation, @unchecked Sendable {
 }
 
 extension AnyQueueOperation {
-  /// A Foundation `Progress` that follows this operation's ``AnyQueueOperation/progress``: its
+  /// A Foundation `Progress` that follows this operation's `progress`: its
   /// `fractionCompleted` is the operation's fraction (to a millionth: `totalUnitCount` is
   /// 1,000,000), indeterminate while the operation's total is, and complete once it finished.
   /// Cancelling the `Progress` cancels the operation; an operation that ends cancelled cancels it.
@@ -76,7 +76,7 @@ extension AnyQueueOperation {
   /// ```
   ///
   /// Each access returns a new `Progress`, updated by one task that follows
-  /// ``AnyQueueOperation/progressUpdates`` until the operation ends (KVO notifications come from
+  /// `progressUpdates` until the operation ends (KVO notifications come from
   /// that task's thread, as they do from any `Progress` updated off the main thread). Add it as a
   /// child of a parent `Progress` with `addChild(_:withPendingUnitCount:)` to roll it up there.
   public var foundationProgress: Progress {

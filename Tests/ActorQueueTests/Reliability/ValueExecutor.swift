@@ -763,7 +763,8 @@ private struct ValueRun {
       harness.event { s, now, e in s.cancelTagged(id, in: target, now: now, &e) }
     case .escalate(let op, let code):
       let index = harness.index(Self.name(op))
-      harness.event { s, now, e in s.escalate(index, to: EscalationCode.priority(code).rawValue, now: now, &e) }
+      harness.event { s, now, e in s.escalate(index, to: EscalationCode.priority(code).rawValue, now: now, &e)
+      }
     case .setEscalation(let queue, let reorders):
       let target = queues[queue]
       harness.event { s, _, _ in s.queues[target].reordersEscalated = reorders }

@@ -166,15 +166,20 @@ final class Worker: Sendable {
     self.taskExecutor = taskExecutor
   }
 
-  /// Its task was escalated for the operation it runs: it retires after that operation. Written
-  /// and read under the scheduler's lock (an atomic only because the worker is shared).
-  private let escalated = Atomic<Bool>(false)
+  /// The priority its task was escalated to for the operation it runs (`TaskPriority.rawValue`;
+  /// 0: none): it retires after that operation. Written under the scheduler's lock, before the
+  /// worker's task is created if it is new (which is then created at this priority, so its first
+  /// body cannot start before the escalation).
+  private let escalation = Atomic<UInt8>(0)
 
-  /// See `escalated`.
-  var isEscalated: Bool { escalated.load(ordering: .relaxed) }
+  /// See `escalation`.
+  var isEscalated: Bool { escalation.load(ordering: .relaxed) != 0 }
+  var escalatedPriority: UInt8 { escalation.load(ordering: .relaxed) }
 
-  /// Marks the worker to retire after its operation (its task is being escalated).
-  func markEscalated() { escalated.store(true, ordering: .relaxed) }
+  /// Marks the worker to retire after its operation (its task is being escalated to `priority`).
+  func markEscalated(to priority: UInt8) {
+    if priority > escalation.load(ordering: .relaxed) { escalation.store(priority, ordering: .relaxed) }
+  }
 
   /// Whether a checkpoint of the operation this worker runs must take the slow path.
   var isPauseRequested: Bool { pauseRequested.load(ordering: .relaxed) }
@@ -320,7 +325,11 @@ extension Engine {
   static func start(_ spawn: consuming Spawn) {
     let worker = spawn.worker
     if let first = spawn.first.take() { worker.setFirst(first) }
-    let priority = spawn.taskPriority.map { TaskPriority(rawValue: $0) }
+    // A worker escalated for its first operation is created at that priority.
+    let escalated = worker.escalatedPriority
+    let priority = (escalated > (spawn.taskPriority ?? 0) ? escalated : spawn.taskPriority).map {
+      TaskPriority(rawValue: $0)
+    }
     let task: Task<Void, any Error>
     if let executor = worker.taskExecutor {
       task = Task.detached(executorPreference: executor, priority: priority) { () async throws -> Void in

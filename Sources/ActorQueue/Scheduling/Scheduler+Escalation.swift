@@ -61,7 +61,7 @@ extension Scheduler {
   mutating func escalateWorker(of index: Int, _ worker: Worker, in queue: Int, _ effects: inout Effects) {
     let priority = operations[index].escalation
     guard priority > basePriority(of: queue) else { return }
-    worker.markEscalated()
+    worker.markEscalated(to: priority)
     effects.complete { worker.escalate(to: priority) }
   }
 

@@ -41,9 +41,9 @@ public struct OperationProgress: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// What an operation's body reports its progress through: a total, units completed, and shares
-/// handed to parts of the work. Reports take no lock (a few atomic instructions, about 10 ns,
-/// measured by the bench's `progress` row) and are read through
-/// ``AnyQueueOperation/progress`` and ``AnyQueueOperation/progressUpdates``.
+/// handed to parts of the work. Reports take no lock, only a few atomic instructions (the bench's
+/// `progress` row times them), and are read through ``AnyQueueOperation/progress`` and
+/// ``AnyQueueOperation/progressUpdates``.
 ///
 /// A body gets one as the argument of ``ActorQueue/addOperation(name:priority:traits:reportingProgress:)``,
 /// or from ``current`` inside any body. Bad input is tolerated: `completed` beyond the total is

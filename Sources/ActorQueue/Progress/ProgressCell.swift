@@ -63,11 +63,9 @@ final class ProgressCell: Sendable {
     if hasParent.load(ordering: .relaxed) { parent.load()?.childChanged() }
   }
 
+  /// ``changed()`` for a parent, out of the report's line.
   @inline(never)
-  private func childChanged() {
-    if watchers.load(ordering: .relaxed) > 0 { wake() }
-    if hasParent.load(ordering: .relaxed) { parent.load()?.childChanged() }
-  }
+  private func childChanged() { changed() }
 
   /// Ties this cell to `parent` (a share's reporter, or its operation's group), once.
   func setParent(_ parent: ProgressCell) {
@@ -138,7 +136,7 @@ final class ProgressCell: Sendable {
     final.withLock { if $0 == nil { $0 = ended } }
     ending.store(1, ordering: .releasing)
     wake()
-    if let parent = parent.load() { parent.childChanged() }
+    if hasParent.load(ordering: .relaxed) { parent.load()?.childChanged() }
   }
 
   // MARK: Streams

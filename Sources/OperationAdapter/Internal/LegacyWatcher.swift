@@ -32,9 +32,12 @@ enum LegacyPoll {
 /// operation, and doubles after each quiet pass up to ``longestInterval``: a change is noticed
 /// within ``longestInterval`` plus one pass (about 1 ms just after a change, 4 ms at most
 /// while fewer than a few thousand operations wait). The pause is also at least
-/// ``maximumDutyFraction`` times the pass's own duration, so the watcher never takes more than
-/// about 5% of one core however many operations wait (10,000 waiting: a pass of about 1 ms,
-/// so one pass every 20 ms). None watched: nothing (the thread sleeps).
+/// ``maximumDutyFraction`` times the pass's own duration, so the watcher takes about 5% of one
+/// core at most while a pass lasts under 2.5 ms (10,000 waiting: a pass of about 1 ms, so one
+/// pass every 20 ms), but never more than ``longestDutyPause``: a pass is timed on the wall
+/// clock, and one that only looked long (its thread was preempted on a loaded machine) must not
+/// leave every watched operation unnoticed for twenty times as long. None watched: nothing (the
+/// thread sleeps).
 ///
 /// `@unchecked Sendable`: every mutable field is read and written only while `condition` is
 /// locked.
@@ -45,8 +48,16 @@ final class LegacyWatcher: @unchecked Sendable {
   static let interval: TimeInterval = 0.001
   /// The longest pause between two passes while anything is watched.
   static let longestInterval: TimeInterval = 0.004
-  /// The pause is at least this many times the duration of the pass before it.
+  /// The pause is at least this many times the duration of the pass before it...
   static let maximumDutyFraction: Double = 20
+  /// ...up to this long.
+  static let longestDutyPause: TimeInterval = 0.05
+
+  /// The pause after a pass of `pass` seconds; `backoff` is the pause that pass's outcome
+  /// calls for (``interval`` after a change, doubled after a quiet pass).
+  static func pause(afterPassOf pass: TimeInterval, backoff: TimeInterval) -> TimeInterval {
+    max(backoff, min(pass * maximumDutyFraction, longestDutyPause))
+  }
 
   private let condition = NSCondition()
   /// Operations added since the last pass.
@@ -108,7 +119,7 @@ final class LegacyWatcher: @unchecked Sendable {
       let pass = Double(DispatchTime.now().uptimeNanoseconds - passStart) / 1e9
       pause = changed ? Self.interval : min(pause * 2, Self.longestInterval)
       if !watching.isEmpty {
-        Thread.sleep(forTimeInterval: max(pause, pass * Self.maximumDutyFraction))
+        Thread.sleep(forTimeInterval: Self.pause(afterPassOf: pass, backoff: pause))
       }
     }
   }

@@ -1,4 +1,5 @@
 import ActorQueue
+import ActorQueueTesting
 import Foundation
 import Testing
 
@@ -439,8 +440,13 @@ struct MigrationTests {
   @Test("One at a time per key: exclusivity")
   func exclusivity() async throws {
     let transcript = Transcript()
-    @Sendable func print(_ items: Any...) { transcript.print(items) }
-    @Sendable func migrate(_ step: String) async throws { try await Task.sleep(for: .milliseconds(5)) }
+    // The report is printed while schema holds the key: a step ends only after the first print.
+    let reported = TestGate()
+    @Sendable func print(_ items: Any...) {
+      transcript.print(items)
+      reported.open()
+    }
+    @Sendable func migrate(_ step: String) async throws { await reported.wait() }
     let network = ActorQueue(name: "network", maxConcurrentOperationCount: 4)
     let maintenance = ActorQueue(name: "maintenance")
 

@@ -96,6 +96,19 @@ struct EscalationTests {
     #expect(seen.snapshot == ["raised \(Self.runtimeEscalates ? .high : base)", "plain \(base)"])
   }
 
+  @Test("A prepared op escalated before it is added to an idle queue runs escalated")
+  func preparedEscalatedBeforeAnIdleStart() async throws {
+    let queue = ActorQueue(name: "idle", taskPriority: .utility)
+    let seen = Recorder<String>()
+    let raised = QueueOperation(name: "raised") { seen.append("raised \(Task.currentPriority)") }
+    raised.escalate(to: .high)
+    try queue.addOperation(raised)
+    await queue.waitUntilAllOperationsAreFinished()
+    let base = await Self.basePriority(.utility)
+    #expect(seen.snapshot == ["raised \(Self.runtimeEscalates ? .high : base)"])
+    #expect(raised.effectiveTaskPriority == .high)
+  }
+
   @Test("Policy: .taskPriorityAndOrder starts the escalated op first; the default keeps Foundation's order")
   func policyReorders() async throws {
     func order(policy: EscalationPolicy?) async -> [String] {

@@ -122,7 +122,7 @@ public enum ImageLoaderDemo {
     let fetched = await server.totalFetches - before
     say("  \(cancelled) of 12 requests cancelled; \(fetched) fetches had started, the others never did")
     check(loader.loadCount == 0, "no load left")
-    say("STEP 6. The gallery prefetches 10 images below the fold (priority .low): 4 load, 6 wait for a slot.")
+    say("STEP 6. The gallery prefetches 10 images below the fold (priority .low): 4 load, the rest wait.")
     say("        The user scrolls: a cell now shows lake.jpg, asked for last, and the screen waits for it.")
     say("        Awaiting it from a .userInitiated task raises its load ahead of the waiting prefetches.")
     var prefetches: [ImageRequest] = []
@@ -141,9 +141,11 @@ public enum ImageLoaderDemo {
     let order = await server.fetchOrder.map(\.lastPathComponent)
     let lakeAt = order.firstIndex(of: "lake.jpg") ?? order.count
     let overtaken = order[lakeAt...].filter { $0.hasPrefix("below") }.count
+    // At most 4 prefetches start before it (fewer when their workers were still starting when
+    // the cell asked); every one not started then comes after it.
     check(
-      overtaken == 6,
-      "lake.jpg's fetch started before the \(overtaken) prefetches that waited for a slot when the cell asked"
+      overtaken >= 6,
+      "lake.jpg's fetch started before the \(overtaken) prefetches not started yet when the cell asked"
     )
     let peak = await server.peakConcurrentFetches
     check(peak <= 4, "never more than 4 fetches at once (peak \(peak))")

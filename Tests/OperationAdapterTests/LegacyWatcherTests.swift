@@ -11,9 +11,8 @@ import Testing
     #expect(abs(LegacyWatcher.pause(afterPassOf: 0.001, backoff: 0.004) - 0.02) < 1e-9)
   }
 
-  /// Two CI runs under ThreadSanitizer: a pass whose thread was preempted for seconds made the
-  /// watcher sleep twenty times as long, minutes in which no waiting legacy operation's change
-  /// was noticed (a test's operation that became ready never ran within its 180 s limit).
+  /// A preempted pass seems long: without the cap the watcher slept twenty times as long, and
+  /// no waiting legacy operation's change was noticed meanwhile.
   @Test("A pass that seemed long, as a preempted thread's does, never pauses more than 50 ms")
   func longPassIsCapped() {
     for pass in [0.003, 0.01, 1, 17, 3600] {

@@ -322,7 +322,13 @@ struct ArticleTests {
   @Test("Mutual exclusion by key")
   func mutualExclusion() async throws {
     let transcript = Transcript()
-    @Sendable func print(_ items: Any...) { transcript.print(items) }
+    // The report is printed while sync holds the key: the sync ends only after the first print.
+    let reported = TestGate()
+    @Sendable func print(_ items: Any...) {
+      transcript.print(items)
+      reported.open()
+    }
+    @Sendable func syncDatabase() async throws { await reported.wait() }
 
     // snippet: docc-exclusive
     let network = ActorQueue(name: "network", maxConcurrentOperationCount: 4)
@@ -330,7 +336,7 @@ struct ArticleTests {
     let storage = ExclusivityDomain(name: "storage")  // keys shared by both queues
 
     let sync = network.addOperation(name: "sync", traits: [.exclusive("database", in: storage)]) {
-      try await Task.sleep(for: .seconds(1))  // the sync itself
+      try await syncDatabase()  // the sync itself
     }
     let vacuum = maintenance.addOperation(name: "vacuum", traits: [.exclusive("database", in: storage)]) {
       print("vacuum starts after sync:", sync.isFinished)

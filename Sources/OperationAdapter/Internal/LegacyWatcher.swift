@@ -32,10 +32,9 @@ enum LegacyPoll {
 /// operation, and doubles after each quiet pass up to ``longestInterval``: a change is noticed
 /// within ``longestInterval`` plus one pass (about 1 ms just after a change, 4 ms at most
 /// while fewer than a few thousand operations wait). The pause is also at least
-/// ``maximumDutyFraction`` times the pass's own duration, so the watcher takes about 5% of one
-/// core at most while a pass lasts under 2.5 ms (10,000 waiting: a pass of about 1 ms, so one
-/// pass every 20 ms), but never more than ``longestDutyPause``: a pass is timed on the wall
-/// clock, and one that only looked long (its thread was preempted on a loaded machine) must not
+/// ``maximumDutyFraction`` times the pass's own duration, to keep the watcher to a small share
+/// of one core however many operations wait, but never more than ``longestDutyPause``: a pass
+/// is timed on the wall clock, and one that only looked long (its thread was preempted) must not
 /// leave every watched operation unnoticed for twenty times as long. None watched: nothing (the
 /// thread sleeps).
 ///

@@ -13,7 +13,9 @@
 //   which queue's worker came first: the reference model decides the same way. When only one
 //   queue changed since the last arbitration, which left nothing startable, and no waited-for
 //   lock was released and no queue has limiters, the rounds reduce to that queue's heads in
-//   order: its claim and its settle decide them without the rounds (`decidesAlone`).
+//   order: its claim and its settle decide them without the rounds (`decidesAlone`). A new
+//   operation that the settle would only park (one key, taken; nothing else ready) is parked by
+//   its add (`enqueueParkedIfBlocked`).
 // - A released lock is scanned: its waiters in rank order, each whose keys are now all free put
 //   back in its ready set, until one whose queue has room (not stopped, a slot free); a waiter
 //   still blocked by another key stays. A lock still free after the greedy rounds is scanned
@@ -361,6 +363,30 @@ extension Scheduler {
     }
     exclusiveStates[index].isParked = true
     exclusiveStates[index].parkedPriority = priority
+  }
+
+  /// Adds new `index`, whose one key another operation holds or reserves, to `queue` parked, when
+  /// that is all its add would do: the queue decides alone, nothing else of it is ready and it has
+  /// room, so the settle would make it the ready head and park it at once. Nobody hears the
+  /// `.ready` it skips (no subscriber of it or its queue). Returns `false`, changing nothing,
+  /// when the general add is needed.
+  @inline(__always)
+  mutating func enqueueParkedIfBlocked(_ handle: Handle, into queue: Int) -> Bool {
+    let index = handle.recordIndex
+    guard exclusiveStates[index].more < 0, decidesAlone(queue), !hasBulk,
+      queues[queue].machine.readyCount == 0, queues[queue].machine.hasRoom,
+      !queues[queue].isGroup, queues[queue].barriers.isEmpty, queues[queue].subscribers.isEmpty,
+      !queues[queue].hasExcessRequests, operations[index].startsAlone, !operations[index].isTagged
+    else { return false }
+    let slot = exclusiveStates[index].slot
+    guard lockStates[slot].holder >= 0 || lockStates[slot].reservedBy >= 0 else { return false }
+    operations[index].wasEnqueued = true
+    nextSubmission += 1
+    let previous = queues[queue].append(index)
+    operations[index].join(queue: queue, order: nextSubmission, handle: handle, previous: previous)
+    if previous >= 0 { operations[previous].nextInQueue = index }
+    insertWaiter(index)
+    return true
   }
 
   /// Takes parked `index` out of its locks' waiters (it stays `.pending`).

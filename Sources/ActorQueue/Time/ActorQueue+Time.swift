@@ -255,7 +255,13 @@ extension Scheduler {
     _ handle: Handle, _ request: ExclusiveRequest, to queue: Int, now: () -> SchedulerInstant,
     _ effects: inout Effects
   ) {
-    if !request.keys.isEmpty { beginExclusive(handle.recordIndex, request, on: queue) }
+    if !request.keys.isEmpty {
+      beginExclusive(handle.recordIndex, request, on: queue)
+      if enqueueParkedIfBlocked(handle, into: queue) {
+        settle(now: now, &effects)
+        return
+      }
+    }
     enqueue(handle, into: queue, now: now, &effects)
     settle(now: now, &effects)
   }

@@ -298,10 +298,15 @@ extension Scheduler {
 
   /// The handle of the group operation of `queue`, while it is unfinished.
   private func groupHandle(of queue: Int) -> Handle? {
-    guard let record = groupRecords[queue], operations[record.operation].id == record.operationID else {
-      return nil
-    }
+    guard let record = groupRecords[queue], hasOperationRecord(record) else { return nil }
     return operations[record.operation].enqueuedHandle
+  }
+
+  /// Whether `group`'s operation still has its record: once it ended and its handle went, the
+  /// record is freed, and its index may be reused or gone with the storage.
+  func hasOperationRecord(_ group: GroupRecord) -> Bool {
+    group.operation < operations.count && operations[group.operation].isLive
+      && operations[group.operation].id == group.operationID
   }
 
   /// The roll-up of the group whose operation is `index`: its children by weight, the ended ones

@@ -248,8 +248,9 @@ extension Scheduler {
     for subscriber in queues[queue].subscribers { subscriber.finish(effects: &effects) }
     effects.garbage.releaseLater(queues[queue].subscribers)
     if let executor = queues[queue].taskExecutor { effects.garbage.releaseLater(executor) }
-    if queues[queue].isGroup, let operation = groupRecords[queue]?.operation {
-      keepGroupProgress(of: operation)
+    // Its operation's record may be gone already (ended, freed, and the storage dropped since).
+    if queues[queue].isGroup, let group = groupRecords[queue], hasOperationRecord(group) {
+      keepGroupProgress(of: group.operation)
     }
     if queues[queue].isGroup, let group = groupRecords.removeValue(forKey: queue) {
       if group.admission != .ended { liveGroups -= 1 }

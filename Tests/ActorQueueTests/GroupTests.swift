@@ -307,6 +307,42 @@ struct GroupTests {
     #expect(error.kind == .deadline)
   }
 
+  @Test(
+    "A deadline that ends the group's last waiting child in its own event fails the group, though its body resumes before its task's cancellation lands"
+  )
+  func deadlineEndingTheLastChild() async throws {
+    let clock = ManualClock()
+    // Runs the group's body on the thread that resumes it: the advance's effects wake the body's
+    // wait for its children before they cancel its task.
+    let queue = ActorQueue(name: "parent", taskExecutor: InlineExecutor(), clock: clock.queueClock)
+    let held = ActorQueue(name: "held")
+    held.isSuspended = true
+    let blocker = held.addOperation(name: "blocker") {}
+    let groupQueue = LockedValue<ActorQueue?>(nil)
+    // `.ignore`: the child's failure does not fail the group by itself.
+    let group = queue.addOperationGroup(
+      name: "g", traits: [.deadline(in: .seconds(10))], onChildFailure: .ignore
+    ) { group in
+      let child = QueueOperation(name: "child") {}
+      try child.addDependency(blocker)
+      try group.queue.addOperation(child)
+      groupQueue.withLock { $0 = group.queue }
+    }
+    // The body waits for its child.
+    while Engine.read({ scheduler in
+      groupQueue.withLock { $0 }.map { scheduler.queues[$0.index].allFinishedWaiters.count } != 1
+    }) {
+      await Task.yield()
+    }
+    clock.advance(by: .seconds(10))
+    await group.waitUntilFinished()
+    let error = try #require(await failure(of: group) as? OperationTimeoutError)
+    #expect(error.kind == .deadline)
+    #expect(group.state == .failed)
+    held.isSuspended = false
+    await blocker.waitUntilFinished()
+  }
+
   @Test("build throws after adding 2 children: they are cancelled, and the group fails with build's error")
   func buildThrows() async throws {
     let queue = ActorQueue(name: "parent")
@@ -382,5 +418,12 @@ extension AnyQueueOperation {
   /// The executing operation of `queue` named `name` (a group's body finding its own handle).
   fileprivate static func running(in queue: ActorQueue, named name: String) -> AnyQueueOperation? {
     queue.operations.first { $0.name == name && $0.state == .executing }
+  }
+}
+
+/// Runs each job at once, on the thread that enqueues it.
+private final class InlineExecutor: TaskExecutor {
+  func enqueue(_ job: consuming ExecutorJob) {
+    job.runSynchronously(on: asUnownedTaskExecutor())
   }
 }

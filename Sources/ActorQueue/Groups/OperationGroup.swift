@@ -148,7 +148,8 @@ extension ActorQueue {
   /// - Cancelling the group (its handle's `cancel()`, ``OperationGroup/cancel()``, its queue's
   ///   `cancelAllOperations()`) cancels its children; it ends `.cancelled` after the last of them.
   /// - Its traits are the group's own: a deadline bounds every child too (each child's is the
-  ///   earlier of its own and the group's); a key it holds is its children's as well (a child on
+  ///   earlier of its own and the group's; once it passes, the group fails with the timeout after
+  ///   its last child, whatever `build` returned); a key it holds is its children's as well (a child on
   ///   that key runs while the group holds it, and does not exclude its siblings on it); an
   ///   operation outside the group waits for the group's keys as usual.
   /// - A child that waits for its group (`addDependency`, an input) is a cycle: refused with
@@ -194,8 +195,8 @@ extension ActorQueue {
       let built: Result<Success, any Error>
       do { built = .success(try await build(group)) } catch { built = .failure(error) }
       if case .failure = built { queue.cancelChildren() }
-      let failures = await queue.sealWhenChildrenEnded()
-      if Task.isCancelled { throw CancellationError() }
+      let (failures, cancelled) = await queue.sealWhenChildrenEnded()
+      if cancelled || Task.isCancelled { throw CancellationError() }
       let value = try built.get()
       guard settings.policy == .ignore || failures.isEmpty else { throw GroupFailedError(failures: failures) }
       return value
@@ -209,11 +210,14 @@ extension ActorQueue {
     Engine.run { [reference] in $0.cancelGroupChildren(reference, now: Engine.now, &$1) }
   }
 
-  /// Waits until every child has ended, then takes no more; returns the children that failed.
-  private nonisolated func sealWhenChildrenEnded() async -> [GroupFailedError.Failure] {
+  /// Waits until every child has ended, then takes no more; returns the children that failed
+  /// and whether the group's task was cancelled by then.
+  private nonisolated func sealWhenChildrenEnded() async -> (
+    failures: [GroupFailedError.Failure], cancelled: Bool
+  ) {
     while true {
       await waitUntilAllOperationsAreFinished()
-      if let failures = Engine.mutate({ [index] in $0.sealGroup(index) }) { return failures }
+      if let sealed = Engine.mutate({ [index] in $0.sealGroup(index) }) { return sealed }
     }
   }
 

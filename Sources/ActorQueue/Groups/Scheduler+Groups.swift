@@ -61,15 +61,22 @@ extension Scheduler {
   }
 
   /// The group's queue takes no child from now on if it has none unfinished: returns the
-  /// children that failed (moved out, released by the caller). `nil`: some child is unfinished.
-  mutating func sealGroup(_ queue: Int) -> [GroupFailedError.Failure]? {
+  /// children that failed (moved out, released by the caller), and whether the group's task was
+  /// cancelled (by `cancel()` or a time limit), read in this hold: the event that cancelled it
+  /// may also have ended its last child, and the body must not race the task's cancellation
+  /// (delivered after that event) to decide its outcome. `nil`: some child is unfinished.
+  mutating func sealGroup(_ queue: Int) -> (failures: [GroupFailedError.Failure], cancelled: Bool)? {
     guard queues[queue].unfinishedCount == 0, var group = groupRecords[queue] else { return nil }
     if group.admission != .ended { liveGroups -= 1 }
     group.admission = .ended
     let failures = group.failures
     group.failures = []
     groupRecords[queue] = group
-    return failures
+    let operation = group.operation
+    let cancelled =
+      operations[operation].isLive && operations[operation].id == group.operationID
+      && operations[operation].taskCancelled
+    return (failures, cancelled)
   }
 
   /// The group cancels its children: waiting ones end at once, executing ones have their tasks

@@ -14,6 +14,9 @@ import Testing
 ///   may spend on one failure (default 200 runs, 40 s).
 /// - `ACTORQUEUE_RANDOM_FAILURES`: how many failing scripts to report before stopping (default 1;
 ///   more catalogues several defects in one run).
+/// - `ACTORQUEUE_RANDOM_TRACE`: set: a failure prints every step its script ran, the end's drain
+///   steps too (which the printed script leaves out), and at a state that disagrees, every op's
+///   state beside the model's.
 ///
 /// Scripts run in a child process (a Swift Testing exit test) with a watchdog, so a trap or a
 /// deadlock in the code under test is a reported failure with its seed, not a dead test run. A
@@ -152,6 +155,10 @@ struct ReliabilityRandomScriptTests {
 
   static func report(_ script: Script, index: Int, runSeed: UInt64, outcome: ChildOutcome) async {
     let original = kind(outcome)
+    if traceScripts {
+      let trace = outcome.log.split(separator: "\n").filter { $0.hasPrefix("STEP ") || $0.hasPrefix("  op") }
+      print(trace.joined(separator: "\n"))
+    }
     let clock = ContinuousClock()
     let deadline = clock.now + .seconds(environmentInt("ACTORQUEUE_SHRINK_SECONDS", default: 40))
     let shrunk = await shrink(script, budget: environmentInt("ACTORQUEUE_SHRINK_BUDGET", default: 200)) {

@@ -11,6 +11,10 @@ final class QueueBox: Sendable {
   init(_ queue: ActorQueue) { self.queue = queue }
 }
 
+/// `ACTORQUEUE_RANDOM_TRACE` is set: a script's child logs each step and, at a disagreement,
+/// every op's state (see ``ReliabilityRandomScriptTests``).
+let traceScripts = ProcessInfo.processInfo.environment["ACTORQUEUE_RANDOM_TRACE"] != nil
+
 /// Runs of the real executor so far (each names its tags after its number).
 let realScriptRuns = Atomic<Int>(0)
 
@@ -447,6 +451,7 @@ private final class RealRun {
 
   func perform(_ step: Step, index: Int) async -> ScriptFailure? {
     reliabilityHeartbeat.add(1, ordering: .relaxed)
+    if traceScripts { childLog("STEP \(index): \(step)") }
     let journalBefore = model.journal.count
     let terminalBefore = Set(model.sortedOpIndices.filter { model.state(of: $0)?.isTerminal == true })
     let expectation = model.apply(step, index: index)
@@ -1116,6 +1121,7 @@ private final class RealRun {
       if real != expected
         && !(model.acceptsEither(op) && expected.isTerminal && real.isTerminal && real != .finished)
       {
+        if traceScripts { traceStates() }
         return "op\(op) is \(real), expected \(expected)"
       }
       // Escalation: the model's, and never lower than what this handle read before.
@@ -1153,6 +1159,14 @@ private final class RealRun {
       }
     }
     return nil
+  }
+
+  /// Logs each op's state (and whether paused) beside the model's (`ACTORQUEUE_RANDOM_TRACE`).
+  private func traceStates() {
+    for op in model.sortedOpIndices {
+      let real = handles[op].map { "\($0.state)\($0.isPaused ? " (paused)" : "")" } ?? "no handle"
+      childLog("  op\(op): \(real), model \(model.expectedState(op).map { "\($0)" } ?? "-")")
+    }
   }
 
   /// Lets the condition of `move.op` answer (one permit of its own), and waits until its body

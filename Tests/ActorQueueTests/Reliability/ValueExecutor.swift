@@ -1077,12 +1077,11 @@ private struct ValueRun {
         let (group, reference) = groupQueues.sorted(by: { $0.key < $1.key }).first(where: {
           !sealed.contains($0.key) && built[$0.key] != nil
             && harness.scheduler.unfinishedCount(of: $0.value.index) == 0
-        }), let threw = built[group], let failures = harness.scheduler.sealGroup(reference.index)
+        }), let threw = built[group], let (failures, cancelled) = harness.scheduler.sealGroup(reference.index)
       else { return }
-      let index = harness.index(Self.name(group))
       sealed.insert(group)
       let outcome: Outcome
-      if harness.scheduler.operations[index].taskCancelled {
+      if cancelled {
         outcome = .failure(CancellationError())
       } else if threw {
         outcome = .failure(ScriptError(op: group))

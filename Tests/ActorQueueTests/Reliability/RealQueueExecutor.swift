@@ -334,6 +334,7 @@ private final class RealRun {
     self.checkFreeingEachStep = checkFreeingEachStep
     self.checkFreeingAtEnd = checkFreeingAtEnd
     model = ReferenceModel(queueLimits: script.queueLimits, limiters: script.limiters ?? [])
+    model.groupEndsBetweenSlices = script.sliceLimit < Scheduler.defaultSliceLimit
     let queueClock = clock.queueClock
     limiters = (script.limiters ?? []).map { $0.limiter(clock: queueClock) }
     checker.attach(fence.events, queue: InvariantChecker.fence)

@@ -191,8 +191,12 @@ struct ReferenceModel: Sendable {
     var letGo = false
     /// Nothing referred to its handle any more while it was unfinished (see `releaseUnkept`).
     var handleGone = false
-    /// Two inputs had ended badly when it was added: failed or cancelled are both correct.
+    /// Failed or cancelled are both correct: two inputs had ended badly when it was added, two
+    /// required dependencies ended badly in overlapping calls (see `groupEndsBetweenSlices`), or
+    /// it ended so because a required dependency or its shared work did.
     var eitherBadOutcome = false
+    /// The step in which it ended.
+    var endedStep: Int?
     /// When it was made, among every op (a coalescing step makes new shared work first).
     var creation = 0
     /// Its tags (the script's, by number).
@@ -391,6 +395,10 @@ struct ReferenceModel: Sendable {
   /// Bodies that may move, with when they became able to: they move in that order.
   private var movable: [Int: Int] = [:]
   private(set) var step = 0
+  /// The real queues' calls go in slices (a script's small slice limit): a group's body, woken in
+  /// a step's first slice, may end its group before the step's call has ended every dependent it
+  /// ends, so a dependent that requires both may end as either decides first.
+  var groupEndsBetweenSlices = false
   /// For a `.batch` step: what each of its `addDependency` calls must do.
   private(set) var lastBatchExpectations: [StepExpectation] = []
   /// The script's manual clock, in seconds.
@@ -607,7 +615,8 @@ struct ReferenceModel: Sendable {
       }
       let bad = inputs.filter { ops[$0]!.state.isTerminal && ops[$0]!.state != .finished }
       if let first = bad.first {
-        ops[op]!.eitherBadOutcome = Set(bad.map { ops[$0]!.state }).count > 1
+        ops[op]!.eitherBadOutcome =
+          Set(bad.map { ops[$0]!.state }).count > 1 || bad.contains { ops[$0]!.eitherBadOutcome }
         end(op, as: ops[first]!.state == .cancelled ? .cancelled : .failed)
       }
       enqueue(op)
@@ -975,6 +984,7 @@ struct ReferenceModel: Sendable {
       guard edge.mustSucceed, !dependent.explicit[index].mustSucceed else { return .done }
       ops[edge.dependent]!.explicit[index].mustSucceed = true
       if dependency.state.isTerminal && dependency.state != .finished {
+        ops[edge.dependent]!.eitherBadOutcome = dependency.eitherBadOutcome
         end(edge.dependent, as: dependency.state == .cancelled ? .cancelled : .failed)
       }
       return .done
@@ -988,6 +998,7 @@ struct ReferenceModel: Sendable {
     }
     if dependency.state.isTerminal {
       if edge.mustSucceed && dependency.state != .finished {
+        ops[edge.dependent]!.eitherBadOutcome = dependency.eitherBadOutcome
         end(edge.dependent, as: dependency.state == .cancelled ? .cancelled : .failed)
       }
     } else {
@@ -1264,7 +1275,7 @@ struct ReferenceModel: Sendable {
 
   /// Ends `op` and, through must-succeed edges, inputs and followers, every waiting op that needed
   /// it.
-  private mutating func end(_ op: Int, as terminal: ModelState) {
+  private mutating func end(_ op: Int, as terminal: ModelState, byGroupBody: Bool = false) {
     ops[op]!.state = terminal
     ops[op]!.holdsSlot = false
     ops[op]!.inReady = false
@@ -1275,21 +1286,51 @@ struct ReferenceModel: Sendable {
       ops[current]!.deadlineAt = nil
       ops[current]!.timeoutAt = nil
       ops[current]!.backoffAt = nil
+      ops[current]!.endedStep = step
       let outcome = ops[current]!.state
+      let either = ops[current]!.eitherBadOutcome
       if outcome == .failed { noteChildFailure(current) }
       for follower in ops[current]!.followers where !ops[follower]!.state.isTerminal {
         ops[follower]!.state = outcome
         if outcome == .cancelled { ops[follower]!.cancelRequested = true }
+        if either { ops[follower]!.eitherBadOutcome = true }
         frontier.append(follower)
       }
       guard outcome != .finished else { continue }
+      let bad: ModelState = outcome == .cancelled ? .cancelled : .failed
       for waiting in sortedOpIndices
       where ops[waiting]!.state == .waiting && ops[waiting]!.leader == nil
         && ops[waiting]!.requiresSuccess(of: current)
       {
-        ops[waiting]!.state = outcome == .cancelled ? .cancelled : .failed
+        ops[waiting]!.state = bad
         if outcome == .cancelled { ops[waiting]!.cancelRequested = true }
+        if either { ops[waiting]!.eitherBadOutcome = true }
         frontier.append(waiting)
+      }
+      // A dependent this step's call ended otherwise may be ended by this group's end first.
+      if byGroupBody, groupEndsBetweenSlices {
+        for other in sortedOpIndices
+        where ops[other]!.endedStep == step && ops[other]!.state.isTerminal && ops[other]!.state != .finished
+          && ops[other]!.state != bad && ops[other]!.leader == nil && ops[other]!.requiresSuccess(of: current)
+        {
+          markEitherBadOutcome(other)
+        }
+      }
+    }
+  }
+
+  /// `op` may have ended failed or cancelled: so may what ended in this step because it did.
+  private mutating func markEitherBadOutcome(_ op: Int) {
+    var frontier = [op]
+    while let current = frontier.popLast() {
+      guard !ops[current]!.eitherBadOutcome else { continue }
+      ops[current]!.eitherBadOutcome = true
+      for other in sortedOpIndices
+      where ops[other]!.endedStep == step && ops[other]!.state.isTerminal && ops[other]!.state != .finished
+        && (ops[current]!.followers.contains(other)
+          || (ops[other]!.leader == nil && ops[other]!.requiresSuccess(of: current)))
+      {
+        frontier.append(other)
       }
     }
   }
@@ -1977,7 +2018,7 @@ struct ReferenceModel: Sendable {
         ? .cancelled
         : model.buildThrew || (model.groupPolicy != 2 && queues[model.groupQueue!].childFailed)
           ? .failed : .finished
-    end(group, as: outcome)
+    end(group, as: outcome, byGroupBody: true)
     return true
   }
 

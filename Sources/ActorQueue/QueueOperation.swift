@@ -34,7 +34,7 @@ public class AnyQueueOperation: Hashable, @unchecked Sendable, CustomStringConve
   /// handles that tests make for a scheduler value of their own.
   let isInEngine: Bool
   /// Its progress cell, once something reports or observes progress (see `ProgressCell`).
-  let progressStorage = AtomicLazyReference<ProgressCell>()
+  let progressStorage = LazyReference<ProgressCell>()
 
   /// A new operation, with its record.
   init(name: String?, priority: OperationPriority, work: OperationWork) {

@@ -16,8 +16,6 @@ struct GroupRecord: Sendable {
   let operationID: OperationID
   let policy: GroupFailurePolicy
   var admission = Admission.open
-  /// The children that failed, in the order they ended (none kept with ``GroupFailurePolicy/ignore``).
-  var failures: [GroupFailedError.Failure] = []
   /// The earliest of the group's deadline and its enclosing groups', on the queue's clock: every
   /// child's deadline is at most this.
   let deadline: Int64?
@@ -27,6 +25,53 @@ struct GroupRecord: Sendable {
   /// Children that ended, and the sum of their progress weights: complete in the roll-up.
   var endedChildren = 0
   var endedWeight = 0
+
+  /// A child of `weight` ended; returns the group's operation.
+  mutating func countEnded(weight: Int) -> (operation: Int, id: OperationID) {
+    endedChildren += 1
+    endedWeight += weight
+    return (operation, operationID)
+  }
+}
+
+/// The group of each group's queue, by queue index: an array beside the queue records, read and
+/// changed in place. A dictionary cost each child a hash on its add and on its end.
+struct GroupTable: Sendable {
+  private var records: [GroupRecord?] = []
+  /// The queues that have a record: for the rare walks over every group.
+  private var indices: Set<Int> = []
+
+  var isEmpty: Bool { indices.isEmpty }
+
+  subscript(queue: Int) -> GroupRecord? {
+    get { queue < records.count ? records[queue] : nil }
+    _modify {
+      if queue >= records.count { records += repeatElement(nil, count: queue + 1 - records.count) }
+      let had = records[queue] != nil
+      yield &records[queue]
+      let has = records[queue] != nil
+      if had != has {
+        if has { indices.insert(queue) } else { indices.remove(queue) }
+      }
+    }
+  }
+
+  /// Removes the record of `queue`, returning it.
+  mutating func removeValue(forKey queue: Int) -> GroupRecord? {
+    guard queue < records.count, let record = records[queue] else { return nil }
+    records[queue] = nil
+    indices.remove(queue)
+    return record
+  }
+
+  /// The first group, in no particular order, that satisfies `predicate`. O(groups).
+  func first(where predicate: ((key: Int, value: GroupRecord)) -> Bool) -> (key: Int, value: GroupRecord)? {
+    for queue in indices {
+      let entry = (key: queue, value: records[queue]!)
+      if predicate(entry) { return entry }
+    }
+    return nil
+  }
 }
 
 /// Operation groups: a queue of children whose group operation ends after them.
@@ -69,9 +114,8 @@ extension Scheduler {
     guard queues[queue].unfinishedCount == 0, var group = groupRecords[queue] else { return nil }
     if group.admission != .ended { liveGroups -= 1 }
     group.admission = .ended
-    let failures = group.failures
-    group.failures = []
     groupRecords[queue] = group
+    let failures = groupFailures.removeValue(forKey: queue) ?? []
     let operation = group.operation
     let cancelled =
       operations[operation].isLive && operations[operation].id == group.operationID
@@ -116,8 +160,8 @@ extension Scheduler {
   mutating func admitChild(_ index: Int, to queue: Int, now: () -> SchedulerInstant, _ effects: inout Effects)
     -> Bool
   {
-    // Fields read in place: a copy of the record would retain its list of failures.
-    switch groupRecords[queue]!.admission {
+    let group = groupRecords[queue]!
+    switch group.admission {
     case .ended:
       terminate(index, as: .failed, error: ActorQueueError.groupEnded, &effects)
       return false
@@ -126,13 +170,13 @@ extension Scheduler {
       return false
     case .open:
       if !operations[index].dependencies.isEmpty,
-        let cycle = cycle(closedBy: index, groupRecords[queue]!.operation)
+        let cycle = cycle(closedBy: index, group.operation)
       {
         terminate(index, as: .failed, error: cycleError(cycle), &effects)
         return false
       }
       // One with time state arms its deadline in `enqueue`, the earlier of its own and this.
-      if groupRecords[queue]!.deadline != nil, operations[index].timeSlot < 0 {
+      if group.deadline != nil, operations[index].timeSlot < 0 {
         armDeadline(of: index, on: queue, TimeTraits(), now: now)
       }
       if operations[index].enqueuedHandle?.progressStorage.load() != nil {
@@ -148,14 +192,13 @@ extension Scheduler {
   /// later is cancelled as it is added).
   @inline(never)
   mutating func noteChildFailure(_ index: Int, in queue: Int, _ effects: inout Effects) {
-    guard groupRecords[queue]!.policy != .ignore, groupRecords[queue]!.admission != .ended else { return }
-    groupRecords[queue]!.failures.append(
+    let group = groupRecords[queue]!
+    guard group.policy != .ignore, group.admission != .ended else { return }
+    groupFailures[queue, default: []].append(
       GroupFailedError.Failure(
         id: operations[index].id, name: operations[index].name,
         error: operations[index].failure ?? cancellationError))
-    guard groupRecords[queue]!.policy == .cancelSiblings, groupRecords[queue]!.admission == .open else {
-      return
-    }
+    guard group.policy == .cancelSiblings, group.admission == .open else { return }
     groupRecords[queue]!.admission = .cancelling
     addWalk(.cancel, in: queue)
   }

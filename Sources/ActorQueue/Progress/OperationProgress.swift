@@ -275,14 +275,13 @@ extension Scheduler {
   /// A child of the group of `queue` ended: its weight counts as complete from now on, and the
   /// group's streams hear it.
   mutating func noteChildEnded(_ index: Int, in queue: Int, _ effects: inout Effects) {
-    let cell = operations[index].enqueuedHandle?.progressStorage.load()
-    groupRecords[queue]?.endedChildren += 1
-    groupRecords[queue]?.endedWeight += cell?.weight ?? 1
-    if let groupCell = groupHandle(of: queue)?.progressStorage.load(),
+    let weight = operations[index].enqueuedHandle?.progressStorage.load()?.weight ?? 1
+    guard let (group, id) = groupRecords[queue]?.countEnded(weight: weight),
+      group < operations.count, operations[group].isLive, operations[group].id == id,
+      let groupCell = operations[group].enqueuedHandle?.progressStorage.load(),
       groupCell.watchers.load(ordering: .relaxed) > 0
-    {
-      effects.complete { groupCell.wake() }
-    }
+    else { return }
+    effects.complete { groupCell.wake() }
   }
 
   /// If `index` is a group's operation with a cell, the cell keeps the roll-up of this moment to

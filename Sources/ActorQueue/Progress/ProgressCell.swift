@@ -22,7 +22,7 @@ final class ProgressCell: Sendable {
   let units: Int
   /// Where a change is also told: the share's reporter, or the operation group the operation is a
   /// child of. Set once.
-  let parent = AtomicLazyReference<ProgressCell>()
+  let parent = LazyReference<ProgressCell>()
   /// `parent` is set: a report reads this flag, not the reference (a load of which retains it).
   private let hasParent = Atomic<Bool>(false)
   /// Its shares, for the roll-up; `hasShares` spares readers the lock when there are none.

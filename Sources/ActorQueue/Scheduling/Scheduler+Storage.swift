@@ -254,7 +254,7 @@ extension Scheduler {
     }
     if queues[queue].isGroup, let group = groupRecords.removeValue(forKey: queue) {
       if group.admission != .ended { liveGroups -= 1 }
-      effects.garbage.releaseLater(group.failures)
+      if let failures = groupFailures.removeValue(forKey: queue) { effects.garbage.releaseLater(failures) }
     }
     var freed = QueueRecord(generation: generation, isLive: false, machine: QueueStartRule(limit: 1))
     // It stays where it is in the list of queues this event changed, which `settle` walks.

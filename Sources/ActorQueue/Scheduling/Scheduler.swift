@@ -123,7 +123,11 @@ struct Scheduler: Sendable {
   var liveGroups = 0
   /// The group of each group's queue, by queue index (kept out of the queue records, which every
   /// add and end touch).
-  var groupRecords: [Int: GroupRecord] = [:]
+  var groupRecords = GroupTable()
+  /// The children of each group's queue that failed, in the order they ended (none kept with
+  /// ``GroupFailurePolicy/ignore``): apart, so that a group's record is plain data, which reading
+  /// it for each child copies without retaining anything.
+  var groupFailures: [Int: [GroupFailedError.Failure]] = [:]
   /// The tags of each tagged operation (by record index), until its record is freed.
   var operationTags: [Int: OperationTags] = [:]
   /// The unfinished operations added to a queue with each tag (record indices).

@@ -213,6 +213,8 @@ extension Scheduler {
 
   /// The queue whose exclusivity domain `queue`'s operations name by default: its own, or, for a
   /// group's queue, the one its outermost group belongs to.
+  // Inlined: a call from a mutating method would copy the whole scheduler value first.
+  @inline(__always)
   func domainGeneration(of queue: Int) -> UInt64 {
     queues[queue].isGroup ? groupRecords[queue]!.domainGeneration : queues[queue].generation
   }

@@ -381,10 +381,7 @@ extension Scheduler {
     let slot = exclusiveStates[index].slot
     guard lockStates[slot].holder >= 0 || lockStates[slot].reservedBy >= 0 else { return false }
     operations[index].wasEnqueued = true
-    nextSubmission += 1
-    let previous = queues[queue].append(index)
-    operations[index].join(queue: queue, order: nextSubmission, handle: handle, previous: previous)
-    if previous >= 0 { operations[previous].nextInQueue = index }
+    appendToQueue(handle, queue)
     insertWaiter(index)
     return true
   }

@@ -96,6 +96,17 @@ extension Scheduler {
     settle(now: now, &effects)
   }
 
+  /// Appends new operation `handle` to `queue`'s list of unfinished operations, last in
+  /// submission order.
+  @inline(__always)
+  mutating func appendToQueue(_ handle: Handle, _ queue: Int) {
+    let index = handle.recordIndex
+    nextSubmission += 1
+    let previous = queues[queue].append(index)
+    operations[index].join(queue: queue, order: nextSubmission, handle: handle, previous: previous)
+    if previous >= 0 { operations[previous].nextInQueue = index }
+  }
+
   /// Adds one operation known not to be enqueued yet.
   mutating func enqueue(
     _ handle: Handle, into queue: Int, now: () -> SchedulerInstant, _ effects: inout Effects
@@ -105,10 +116,7 @@ extension Scheduler {
     // An operation that ended before it was added (cancelled, or an input it required failed)
     // has nothing left to do; it is accepted and stays as it is.
     guard !operations[index].phase.hasEnded else { return }
-    nextSubmission += 1
-    let previous = queues[queue].append(index)
-    operations[index].join(queue: queue, order: nextSubmission, handle: handle, previous: previous)
-    if previous >= 0 { operations[previous].nextInQueue = index }
+    appendToQueue(handle, queue)
     if operations[index].isTagged { listTags(of: index) }
     if queues[queue].isGroup, !admitChild(index, to: queue, now: now, &effects) { return }
     if operations[index].external != nil { queues[queue].hasExternalWork = true }

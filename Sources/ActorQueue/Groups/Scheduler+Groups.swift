@@ -116,10 +116,7 @@ extension Scheduler {
     group.admission = .ended
     groupRecords[queue] = group
     let failures = groupFailures.removeValue(forKey: queue) ?? []
-    let operation = group.operation
-    let cancelled =
-      operations[operation].isLive && operations[operation].id == group.operationID
-      && operations[operation].taskCancelled
+    let cancelled = hasOperationRecord(group) && operations[group.operation].taskCancelled
     return (failures, cancelled)
   }
 

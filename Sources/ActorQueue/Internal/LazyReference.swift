@@ -1,9 +1,7 @@
 import Synchronization
 
-/// A reference stored at most once and read without a lock: `AtomicLazyReference`, except that
-/// its code is this module's and so specialized. The toolchain's `load()` is not specialized
-/// outside its module: each call looked up generic metadata, about 560 instructions, and the
-/// scheduler reads an operation's progress cell several times for each child of a group.
+/// A reference stored at most once and read without a lock: `AtomicLazyReference`, but this
+/// module's code, so specialized (the toolchain's `load()` looks up generic metadata per call).
 struct LazyReference<Object: AnyObject & Sendable>: ~Copyable, Sendable {
   /// The object's address, retained while stored; 0 until one is.
   private let address = Atomic<UInt>(0)

@@ -277,7 +277,7 @@ extension Scheduler {
   mutating func noteChildEnded(_ index: Int, in queue: Int, _ effects: inout Effects) {
     let weight = operations[index].enqueuedHandle?.progressStorage.load()?.weight ?? 1
     guard let (group, id) = groupRecords[queue]?.countEnded(weight: weight),
-      group < operations.count, operations[group].isLive, operations[group].id == id,
+      hasOperationRecord(group, id: id),
       let groupCell = operations[group].enqueuedHandle?.progressStorage.load(),
       groupCell.watchers.load(ordering: .relaxed) > 0
     else { return }
@@ -304,8 +304,12 @@ extension Scheduler {
   /// Whether `group`'s operation still has its record: once it ended and its handle went, the
   /// record is freed, and its index may be reused or gone with the storage.
   func hasOperationRecord(_ group: GroupRecord) -> Bool {
-    group.operation < operations.count && operations[group.operation].isLive
-      && operations[group.operation].id == group.operationID
+    hasOperationRecord(group.operation, id: group.operationID)
+  }
+
+  /// Whether record `index` exists, is live and is operation `id`'s.
+  func hasOperationRecord(_ index: Int, id: OperationID) -> Bool {
+    index < operations.count && operations[index].isLive && operations[index].id == id
   }
 
   /// The roll-up of the group whose operation is `index`: its children by weight, the ended ones

@@ -209,6 +209,24 @@ func workerLingers(on queue: ActorQueue) -> Bool {
   Engine.read { $0.queues[queue.index].machine.isLingering }
 }
 
+/// What a worker of a queue primed to linger did when the queue went idle.
+enum LingerSeen: Sendable, Equatable {
+  /// It lingers.
+  case lingers
+  /// It did not, though no other worker held the one place.
+  case didNot
+  /// It could not: another queue's worker lingers (read in the same hold).
+  case placeTaken
+}
+
+/// ``LingerSeen`` for `queue` now, its worker and the process's lingerers read in one hold.
+func lingerSeen(on queue: ActorQueue) -> LingerSeen {
+  Engine.read {
+    if $0.queues[queue.index].machine.isLingering { return .lingers }
+    return $0.lingeringWorkers > 0 ? .placeTaken : .didNot
+  }
+}
+
 /// The workers lingering in the process now (at most one).
 func lingeringWorkers() -> Int {
   Engine.read { $0.lingeringWorkers }

@@ -62,7 +62,7 @@ struct CoalescingCycleTests {
     let refusal = #expect(throws: ActorQueueError.dependencyCycle) { try x.addDependency(caller) }
     #expect(refusal?.cycle.map(\.id) == [x.id, caller.id, work?.id, barrier.id].compactMap { $0 })
     queue.isSuspended = false
-    let ended = await eventuallyFreed(within: .seconds(2)) { x.state.isTerminal && caller.state.isTerminal }
+    let ended = await eventuallyFreed { x.state.isTerminal && caller.state.isTerminal }
     #expect(ended, "x is \(x.state), the caller's handle \(caller.state): they wait for each other")
     x.cancel()  // breaks the cycle if it formed, so the queue drains
     await queue.waitUntilAllOperationsAreFinished()
@@ -79,7 +79,7 @@ struct CoalescingCycleTests {
     #expect(refusal?.cycle.map(\.id) == [work.id, caller.id])
     #expect(refusal?.cycle.map(\.isSharedWork) == [true, false])
     queue.isSuspended = false
-    let ended = await eventuallyFreed(within: .seconds(2)) { caller.state.isTerminal }
+    let ended = await eventuallyFreed { caller.state.isTerminal }
     #expect(ended, "the work is \(work.state): it waits for its own caller's handle")
     caller.cancel()  // the last caller cancelled: the work is cancelled, the queue drains
     await queue.waitUntilAllOperationsAreFinished()

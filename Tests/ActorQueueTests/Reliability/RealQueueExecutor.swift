@@ -55,9 +55,10 @@ struct Weak<Object: AnyObject> {
 /// Suspends until `isDone()`, yielding in between, or until `limit` has passed: for frees that
 /// happen on another thread just after the event that makes them due (a body's captures released
 /// by a cascade on a worker, say). Bounded by time, not by a count of yields: on a loaded 2-core
-/// machine the releasing thread can be preempted for longer than thousands of yields take.
-/// Returns whether it became done.
-func eventuallyFreed(within limit: Duration = .seconds(3), _ isDone: () -> Bool) async -> Bool {
+/// machine the releasing thread can be preempted for longer than thousands of yields take, and in
+/// a full run every test shares the pool with all the others (CI's took 64–79 s over steps that
+/// take milliseconds alone): a minute, as ``eventually(within:_:)``. Returns whether it became done.
+func eventuallyFreed(within limit: Duration = .seconds(60), _ isDone: () -> Bool) async -> Bool {
   let clock = ContinuousClock()
   let deadline = clock.now.advanced(by: limit)
   while !isDone() {
@@ -1013,7 +1014,7 @@ private final class RealRun {
       let line = model.line(of: queue)
       let target = boxes[queue]!.queue
       guard
-        await eventuallyFreed(within: .seconds(10), { suspendedSubmitters(of: target).count == line.count })
+        await eventuallyFreed({ suspendedSubmitters(of: target).count == line.count })
       else {
         return "q\(queue) has \(suspendedSubmitters(of: target).count) suspended submitters, the model "
           + "\(line.map { "op\($0)" })"
@@ -1027,7 +1028,7 @@ private final class RealRun {
       let capacity = target.capacity ?? .max
       // An end the model made in its step may come in a worker's event just after.
       let count = model.unfinishedCount(in: queue)
-      _ = await eventuallyFreed(within: .seconds(10)) { target.operationCount == count }
+      _ = await eventuallyFreed { target.operationCount == count }
       if capacity != model.queues[queue].capacity || target.operationCount != count {
         return "q\(queue) holds \(target.operationCount) of \(capacity), the model "
           + "\(model.unfinishedCount(in: queue)) of \(model.queues[queue].capacity)"
@@ -1042,7 +1043,7 @@ private final class RealRun {
       // A call done in slices (an end that releases many dependents, on a worker's thread) may
       // interleave with this thread's reads: the model's outcome holds once it returned.
       guard
-        await eventuallyFreed(within: .seconds(10), { Engine.read { $0.callsInSlices } == 0 })
+        await eventuallyFreed({ Engine.read { $0.callsInSlices } == 0 })
       else { return "a call done in slices did not return" }
       if let problem = await awaitGroups() { return problem }
       if let problem = await waitForExecuting() { return problem }
@@ -1059,7 +1060,7 @@ private final class RealRun {
       // instead), so a disagreement is a failure that says so, not a hang.
       if model.ops[move.op]!.cancelRequested || model.isTimedOut(move.op) {
         // Its task is cancelled: by this thread's call, or by a group's body after its own.
-        guard await eventuallyFreed(within: .seconds(10), { permits.sawCancellation }) else {
+        guard await eventuallyFreed({ permits.sawCancellation }) else {
           return "op\(move.op) is cancelled, but its body's task never was"
         }
       }
@@ -1148,7 +1149,7 @@ private final class RealRun {
     for queue in model.queues.indices where model.isLive(queue: queue) {
       guard queue < boxes.count, let target = boxes[queue]?.queue else { continue }
       let expected = model.counts(of: queue)
-      _ = await eventuallyFreed(within: .seconds(10)) { ReferenceModel.countsAgree(target.counts, expected) }
+      _ = await eventuallyFreed { ReferenceModel.countsAgree(target.counts, expected) }
       let real = target.counts
       if !ReferenceModel.countsAgree(real, expected) {
         return "q\(queue)'s counts are \(real), the model's \(expected.counts)"
@@ -1214,7 +1215,7 @@ private final class RealRun {
     for op in model.sortedOpIndices {
       guard let modelQueue = model.ops[op]!.groupQueue else { continue }
       if groupQueueIndices[op] == nil {
-        guard await eventuallyFreed(within: .seconds(10), { groups.withLock { $0[op] != nil } }) else {
+        guard await eventuallyFreed({ groups.withLock { $0[op] != nil } }) else {
           return "group op\(op) started, but its build never ran"
         }
         checker.attach(groups.withLock { $0[op]! }.queue.events, queue: modelQueue)
@@ -1222,7 +1223,7 @@ private final class RealRun {
       }
       let queue = groups.withLock { $0[op]! }.queue
       if model.queues[modelQueue].admission > 0 {
-        let refuses = await eventuallyFreed(within: .seconds(10)) {
+        let refuses = await eventuallyFreed {
           Engine.read { $0.groupRecords[queue.index].map { $0.admission != .open } ?? true }
         }
         if !refuses { return "group op\(op) does not cancel its children, as the model does" }
@@ -1232,7 +1233,7 @@ private final class RealRun {
       }
     }
     // A group's end may release its dependents in slices, on the group body's thread.
-    guard await eventuallyFreed(within: .seconds(10), { Engine.read { $0.callsInSlices } == 0 }) else {
+    guard await eventuallyFreed({ Engine.read { $0.callsInSlices } == 0 }) else {
       return "a call done in slices did not return"
     }
     return nil

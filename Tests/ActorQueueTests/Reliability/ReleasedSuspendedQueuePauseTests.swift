@@ -16,7 +16,7 @@ struct ReleasedSuspendedQueuePauseTests {
   /// Whether `operation` ends: a bound for the wait (the body ends on another task once its
   /// checkpoint throws), not a way to order anything.
   private func ends(_ operation: AnyQueueOperation) async -> Bool {
-    await eventually(within: .seconds(10)) { operation.state.isTerminal }
+    await eventually { operation.state.isTerminal }
   }
 
   /// Starts an op (after a blocker that never reaches a checkpoint, when `excess`), asks it to

@@ -29,8 +29,10 @@
 // - Paused bodies keep their keys (they are mid critical section); a retry's re-entry releases
 //   them. Nothing here runs user code, and every key is a library integer.
 //
-// Calls in slices (`cancelAllOperations()` on a long queue) defer arbitration to their last
-// slice, so the outcome is the same as if the call had been one step.
+// Calls in slices (`cancelAllOperations()` on a long queue) that may change a queue with keys
+// or limiters defer arbitration to their last slice, so the outcome is the same as if the call
+// had been one step. A call whose work changes only other queues defers nothing: arbitration
+// reads no queue without keys or limiters.
 
 /// One key in one domain.
 struct LockID: Hashable, Comparable, Sendable {
@@ -155,20 +157,34 @@ extension Scheduler {
       exclusiveStates[index] = state
     }
     operations[index].timeMarks.insert(.exclusive)
-    if !queues[queue].isArbitrated { makeArbitrated(queue) }
+    if !queues[queue].isArbitrated { makeArbitrated(queue, taking: index) }
   }
 
-  /// `queue`'s starts are decided by arbitration from now on (it has an operation with keys, or
-  /// limiters).
-  mutating func makeArbitrated(_ queue: Int) {
+  /// `queue`'s starts are decided by arbitration from now on (it has an operation with keys,
+  /// `taking` them, or limiters).
+  mutating func makeArbitrated(_ queue: Int, taking index: Int = -1) {
     guard !queues[queue].isArbitrated else { return }
     queues[queue].isArbitrated = true
     exclusiveQueues.append(queue)
+    if callsInSlices > arbitratedCallsInSlices, mayBeInCallsInSlices(queue, taking: index) {
+      arbitrationWaitsForEveryCall = true
+    }
     if queues[queue].gatesPermits {
       // Its waiting head's timer is arbitration's to arm now.
       stopGatingPermits(queue)
       needsArbitration = true
     }
+  }
+
+  /// Whether a call in slices whose work was found to change no queue with keys may yet change
+  /// `queue`, which now takes keys (`index` the operation taking them, -1: limiters): unless the
+  /// queue held nothing unfinished but `index`, is in no call's walk or hold, and `index` waits
+  /// for no dependency (a release still to come) and has no tag (a cancel by tag).
+  private func mayBeInCallsInSlices(_ queue: Int, taking index: Int) -> Bool {
+    let count = queues[queue].unfinishedCount
+    let onlyItself = count == 0 || (count == 1 && queues[queue].first == index)
+    guard onlyItself, queues[queue].machine.walks == 0, index >= 0 else { return true }
+    return operations[index].unfinishedDependencies > 0 || operations[index].isTagged
   }
 
   // MARK: An operation's locks
@@ -520,9 +536,14 @@ extension Scheduler {
 
   // MARK: Deciding starts
 
-  /// A call is being done in slices (this event hands work out, or another call's slices are
-  /// to come): arbitration waits for its last slice, so its outcome is the whole call's.
-  var arbitrationDeferred: Bool { callsInSlices > 0 || (hasBulk && !bulk.isDone) }
+  /// A call that may change a queue with keys or limiters is being done in slices (this event
+  /// hands work out, or another call's slices are to come): arbitration waits for its last
+  /// slice, so its outcome is the whole call's. A call that changes only queues without either
+  /// (cancelling a long plain queue, say) holds up no queue with keys.
+  var arbitrationDeferred: Bool {
+    arbitratedCallsInSlices > 0 || (arbitrationWaitsForEveryCall && callsInSlices > 0)
+      || (hasBulk && !bulk.isDone)
+  }
 
   /// Decides every start of the queues with keys (see the top of this file). `taker`, a worker
   /// of `takerQueue` that holds nothing, is given the first operation started there; the others

@@ -32,6 +32,10 @@ struct BulkWork: Sendable {
     let failure: (any Error)?
     let entries: [DependentEntry]
     var next: Int
+    /// Entries before this one were looked at for a queue with keys (``BulkWork/touchesArbitration``).
+    var scannedTo = 0
+    /// The last entry looked at whose dependent was in a queue with keys (-1: none).
+    var lastArbitrated = -1
   }
 
   /// A whole-queue call's walk over the queue's operations, in submission order.
@@ -73,6 +77,8 @@ struct BulkWork: Sendable {
   /// The queues this call changed while it had work left: they start nothing until it ends,
   /// when their starts are decided as if the call had been one event.
   var held: [QueueReference] = []
+  /// Whether what is left may change a queue with keys or limiters (``Scheduler/arbitratedCallsInSlices``).
+  var touchesArbitration = false
 
   /// Whether nothing is left to do but let the held queues start again.
   var isDone: Bool { releases.isEmpty && ends.isEmpty && walks.isEmpty && tagCancels.isEmpty }
@@ -84,6 +90,7 @@ struct BulkWork: Sendable {
     walks += other.walks
     tagCancels += other.tagCancels
     for queue in other.held where !held.contains(queue) { held.append(queue) }
+    touchesArbitration = touchesArbitration || other.touchesArbitration
   }
 }
 
@@ -168,6 +175,8 @@ extension Scheduler {
     _ work: consuming BulkWork, now: () -> SchedulerInstant, _ effects: inout Effects
   ) {
     callsInSlices -= 1  // counted again below if this slice hands out more
+    if work.touchesArbitration { arbitratedCallsInSlices -= 1 }
+    if callsInSlices == 0 { arbitrationWaitsForEveryCall = false }
     bulk = work
     markBulk()
     drainBulk(&effects)
@@ -299,9 +308,53 @@ extension Scheduler {
     guard hasBulk else { return }
     hasBulk = false
     guard !bulk.isDone else { return }
-    if effects.bulk == nil { callsInSlices += 1 }  // once per hold that hands work out
+    let touches = bulkTouchesArbitration()
+    // Counted once per hold that hands work out (a second hand-out in it merges with the first).
+    if let handed = effects.bulk {
+      if touches, !handed.touchesArbitration { arbitratedCallsInSlices += 1 }
+    } else {
+      callsInSlices += 1
+      if touches { arbitratedCallsInSlices += 1 }
+    }
+    bulk.touchesArbitration = touches
     effects.addBulk(bulk)
     bulk = BulkWork()
+  }
+
+  /// Whether the work left may change a queue with keys or limiters: a walk or a hold of one, a
+  /// dependent in one still to release (looked for ahead of the release, at most four slices'
+  /// worth of entries per hold, so the look ends well before the release; one not looked at yet
+  /// counts), or what is not told apart (ends, cancels by tag). A call that may not leaves
+  /// arbitration free to decide between its slices.
+  private mutating func bulkTouchesArbitration() -> Bool {
+    if !exclusiveQueues.isEmpty {
+      if !bulk.ends.isEmpty || !bulk.tagCancels.isEmpty { return true }
+      for walk in bulk.walks where isLive(walk.queue) && queues[walk.queue.index].isArbitrated { return true }
+      for queue in bulk.held where isLive(queue) && queues[queue.index].isArbitrated { return true }
+    }
+    // Looked at even with no queue with keys yet: a dependent added later to one is found so.
+    var touches = false
+    var budget = 4 * sliceLimit
+    for position in bulk.releases.indices {
+      var release = bulk.releases[position]
+      release.scannedTo = max(release.scannedTo, release.next)
+      while release.scannedTo < release.entries.count, budget > 0 {
+        let entry = release.entries[release.scannedTo]
+        // A dependent not in a queue yet may be added to one with keys before its release.
+        if isUnfinished(entry),
+          operations[entry.index].queue < 0 || queues[operations[entry.index].queue].isArbitrated
+        {
+          release.lastArbitrated = release.scannedTo
+        }
+        release.scannedTo += 1
+        budget -= 1
+      }
+      bulk.releases[position] = release
+      if release.scannedTo < release.entries.count || release.lastArbitrated >= release.next {
+        touches = true
+      }
+    }
+    return touches
   }
 
   /// `index` leaves `queue`'s list: a walk whose next operation it was goes on from `next`.

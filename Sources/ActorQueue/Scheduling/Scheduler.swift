@@ -115,6 +115,12 @@ struct Scheduler: Sendable {
   /// it first): read under the lock, it tells another thread (a test) that what it sees may be
   /// part of such a call's work done.
   var callsInSlices = 0
+  /// Those of ``callsInSlices`` whose work left may change a queue with keys or limiters
+  /// (``BulkWork/touchesArbitration``): arbitration waits for their last slices.
+  var arbitratedCallsInSlices = 0
+  /// A queue took keys or limiters while calls were in slices, which may change it: arbitration
+  /// waits for every call in slices to end.
+  var arbitrationWaitsForEveryCall = false
   /// Identifies whole-queue walks.
   var nextWalkToken: UInt64 = 0
   var queues: [QueueRecord] = []

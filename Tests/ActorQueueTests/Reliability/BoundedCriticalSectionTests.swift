@@ -194,6 +194,130 @@ struct BoundedCriticalSectionTests {
   }
 
   @Test(
+    "Between the slices of a call that changes only queues without keys, a queue with keys decides at once: it parks, starts and hands over"
+  )
+  func keysDecideBetweenSlicesOfAPlainCall() {
+    var h = harness(sliceLimit: 100)
+    let plain = h.makeQueue(limit: 1)
+    let keyed = h.makeQueue(limit: 4)
+    h.add("holder", traits: [.exclusive("x")], to: keyed)
+    h.add("blocker", to: plain)
+    for name in names("w", 5_000) { h.add(name, to: plain) }
+    h.event { s, now, e in s.cancelAll(in: plain, now: now, &e) }
+    #expect(!h.pendingBulk.isEmpty && !h.scheduler.arbitrationDeferred)
+    #expect(h.pendingBulk.allSatisfy { !$0.touchesArbitration })
+
+    // Another caller's adds: the one whose key is taken waits for it, the one without starts.
+    h.add("waiter", traits: [.exclusive("x")], to: keyed)
+    h.add("free", to: keyed)
+    #expect(h.state("waiter") == .pending && h.running.contains("free"))
+    let report = h.scheduler.waitReport(of: keyed, now: { h.now })
+    #expect(report.map(\.waitingFor) == [[.key("x", heldBy: h["holder"].id)]])
+    // The key is handed over at the holder's end, before the call's next slice.
+    h.end("holder")
+    #expect(h.running.contains("waiter"))
+    #expect(h.state("w4999") == .ready, "the call is not done")
+    while h.continueBulk() {}
+    #expect(names("w", 5_000).allSatisfy { h.state($0) == .cancelled })
+    #expect(h.scheduler.arbitratedCallsInSlices == 0 && h.scheduler.callsInSlices == 0)
+  }
+
+  @Test(
+    "Between the slices of a call that changes a queue with keys, arbitration waits for its end, in every queue: the outcome is the whole call's"
+  )
+  func keysWaitForACallThatChangesThem() {
+    var h = harness(sliceLimit: 100)
+    let walked = h.makeQueue(limit: 1)
+    let other = h.makeQueue(limit: 4)
+    h.add("blocker", traits: [.exclusive("y")], to: walked)
+    for name in names("w", 5_000) { h.add(name, traits: [.exclusive("y")], to: walked) }
+    h.add("holder", traits: [.exclusive("x")], to: other)
+    h.event { s, now, e in s.cancelAll(in: walked, now: now, &e) }
+    #expect(h.pendingBulk.contains { $0.touchesArbitration } && h.scheduler.arbitrationDeferred)
+    h.add("later", to: other)
+    #expect(h.state("later") == .ready, "decided with the call's outcome")
+    while h.continueBulk() {}
+    #expect(h.running.contains("later"))
+    #expect(h.scheduler.arbitratedCallsInSlices == 0 && !h.scheduler.arbitrationDeferred)
+  }
+
+  @Test(
+    "A queue that takes its first key between the slices of a call that changes it: arbitration waits for every call in slices"
+  )
+  func aQueueTakingKeysMidCallDefersArbitration() {
+    var h = harness(sliceLimit: 100)
+    let plain = h.makeQueue(limit: 1)
+    let keyed = h.makeQueue(limit: 4)
+    h.add("holder", traits: [.exclusive("x")], to: keyed)
+    h.add("blocker", to: plain)
+    for name in names("w", 5_000) { h.add(name, to: plain) }
+    h.event { s, now, e in s.cancelAll(in: plain, now: now, &e) }
+    #expect(!h.scheduler.arbitrationDeferred)
+    // The walked queue takes a key: what the call does to it may now bear on arbitration.
+    h.add("late", traits: [.exclusive("z")], to: plain)
+    #expect(h.scheduler.arbitrationWaitsForEveryCall && h.scheduler.arbitrationDeferred)
+    h.add("next", to: keyed)
+    #expect(h.state("next") == .ready)
+    while h.continueBulk() {}
+    #expect(!h.scheduler.arbitrationWaitsForEveryCall && !h.scheduler.arbitrationDeferred)
+    // Added after the call began, "late" is not cancelled by it; it waits for the blocker's slot.
+    #expect(h.running.contains("next") && h.state("late") == .ready)
+    #expect(h.scheduler.arbitratedCallsInSlices == 0)
+  }
+
+  @Test(
+    "Releasing 3,000 dependents in slices: arbitration waits while one may be in a queue with keys, and only so long"
+  )
+  func releaseDefersArbitrationWhileItMayChangeKeys() throws {
+    for keyedLast in [false, true] {
+      var h = harness(sliceLimit: 100)
+      let plain = h.makeQueue(limit: 1)
+      let keyed = h.makeQueue(limit: 4)
+      h.add("holder", traits: [.exclusive("x")], to: keyed)
+      h.event { s, now, e in s.setSuspended(true, of: plain, now: now, &e) }
+      h.add("input", to: plain)
+      h.event { s, now, e in s.setSuspended(false, of: plain, now: now, &e) }
+      let dependents = names("d", 3_000)
+      for name in dependents {
+        h.makeOperation(name)
+        try h.depend(h[name], on: h["input"])
+      }
+      try h.submit(dependents, to: plain)
+      if keyedLast {
+        h.makeOperation("keyedDependent")
+        try h.depend(h["keyedDependent"], on: h["input"])
+        try h.submit(["keyedDependent"], to: keyed)
+      }
+      h.end("input")
+      #expect(!h.pendingBulk.isEmpty)
+      var deferredSlices = 0
+      var slices = 0
+      while !h.pendingBulk.isEmpty {
+        slices += 1
+        if h.scheduler.arbitrationDeferred { deferredSlices += 1 }
+        #expect(h.pendingBulk.contains { $0.touchesArbitration } == h.scheduler.arbitrationDeferred)
+        if !keyedLast, !h.scheduler.arbitrationDeferred, h.handles["fresh"] == nil {
+          // A new queue taking its first key is out of the call's reach: it decides at once.
+          let fresh = h.makeQueue(limit: 1)
+          h.add("fresh", traits: [.exclusive("y")], to: fresh)
+          #expect(h.running.contains("fresh") && !h.scheduler.arbitrationDeferred)
+        }
+        _ = h.continueBulk()
+      }
+      #expect(keyedLast || h.running.contains("fresh"))
+      if keyedLast {
+        // Its release holds its queue until the call ends.
+        #expect(deferredSlices == slices)
+        #expect(h.running.contains("keyedDependent"))
+      } else {
+        // Looked at four slices' worth per hold: arbitration is free long before the end.
+        #expect(deferredSlices > 0 && deferredSlices <= slices / 2, "\(deferredSlices) of \(slices)")
+      }
+      #expect(h.scheduler.arbitratedCallsInSlices == 0 && h.scheduler.callsInSlices == 0)
+    }
+  }
+
+  @Test(
     "Lowering the limit pausing the excess looks at the started bodies only, not at 5,000 waiting ops; and so does each recount"
   )
   func limitChangeLooksAtStartedBodies() {
@@ -218,8 +342,10 @@ struct BoundedCriticalSectionTests {
   func cancelAllLetsOthersIn() async {
     let waiting = ActorQueue(name: "backlog")
     let other = ActorQueue(name: "ui")
+    let keyed = ActorQueue(name: "keyed")
     waiting.isSuspended = true
     let seenLeft = Mutex<Int?>(nil)
+    let keyedState = Mutex<OperationState?>(nil)
     let ended = Atomic<Int>(0)
     let started = Gate()
     for index in 0..<100_000 {
@@ -230,6 +356,9 @@ struct BoundedCriticalSectionTests {
         operation.onCompletion { _ in
           seenLeft.withLock { $0 = waiting.operationCount }
           other.addOperation { started.open() }
+          // A queue with keys decides at once too: the call changes no queue with keys.
+          let exclusive = keyed.addOperation(traits: [.exclusive("k")]) {}
+          keyedState.withLock { $0 = exclusive.state }
         }
       }
       operation.onCompletion { _ in ended.add(1, ordering: .relaxed) }
@@ -239,7 +368,9 @@ struct BoundedCriticalSectionTests {
     #expect(waiting.operationCount == 0)
     let left = seenLeft.withLock { $0 } ?? 0
     #expect(left > 90_000, "another caller ran with \(left) still waiting")
+    #expect(keyedState.withLock { $0 }.map { $0 == .executing || $0.isTerminal } == true)
     await started.wait()
+    await keyed.waitUntilAllOperationsAreFinished()
   }
 
   @Test("An op with 100,000 dependents on real queues: every dependent runs, released in slices")

@@ -33,6 +33,9 @@ struct ValueExecutor: ScriptExecutor {
   static let checkedCyclesThroughSharedWork = Atomic<Int>(0)
   /// Steps run between two slices of another step's call.
   static let interleavedSteps = Atomic<Int>(0)
+  /// Of those, steps on queues with keys or limiters decided at once: the call's work left
+  /// changes none of them.
+  static let arbitratedBetweenSlices = Atomic<Int>(0)
   /// Timers that acted: on waiting ops (ended at once), on executing ones (then ended `.failed`,
   /// `.finished`); ends a timer may or may not have made (see `Registration.mayTimeOut`).
   static let timedOutWaiting = Atomic<Int>(0)
@@ -200,13 +203,37 @@ private struct ValueRun {
           return ScriptFailure(
             step: index + 1, message: "\(next), between the slices of step \(index): \(problem)")
         }
+        let scheduler = harness.scheduler
+        if scheduler.needsArbitration, !scheduler.arbitrationDeferred {
+          return ScriptFailure(
+            step: index + 1,
+            message: "\(next), between the slices of step \(index): its arbitration was left undone")
+        }
+        let touches =
+          harness.pendingBulk.contains(where: \.touchesArbitration) || scheduler.arbitrationWaitsForEveryCall
+        if touches != scheduler.arbitrationDeferred {
+          return ScriptFailure(
+            step: index + 1,
+            message: "\(next), between the slices of step \(index): arbitration is "
+              + "\(scheduler.arbitrationDeferred ? "" : "not ")deferred, though the work left "
+              + "\(touches ? "may change" : "changes no") queue with keys")
+        }
+        if !touches, let stepQueues = queues(of: next),
+          stepQueues.contains(where: { model.queues[$0].hasKeys })
+        {
+          ValueExecutor.arbitratedBetweenSlices.add(1, ordering: .relaxed)
+        }
       }
       while harness.continueBulk() {}
     }
-    if harness.scheduler.callsInSlices != 0 {
+    if harness.scheduler.callsInSlices != 0 || harness.scheduler.arbitratedCallsInSlices != 0
+      || harness.scheduler.arbitrationWaitsForEveryCall
+    {
       return ScriptFailure(
-        step: index, message: "after \(step): \(harness.scheduler.callsInSlices) calls in slices left counted"
-      )
+        step: index,
+        message: "after \(step): \(harness.scheduler.callsInSlices) calls in slices left counted "
+          + "(\(harness.scheduler.arbitratedCallsInSlices) arbitrated), waiting for every call: "
+          + "\(harness.scheduler.arbitrationWaitsForEveryCall)")
     }
     syncGroups()
     releaseGoneHandles()
@@ -1221,7 +1248,8 @@ struct ValueRandomScriptTests {
       "Reliability value scripts: \(count) passed in \(String(format: "%.2f", seconds)) s; "
         + "\(ValueExecutor.checkedCycles.load(ordering: .relaxed)) refused cycles were real cycles of the model "
         + "(\(ValueExecutor.checkedCyclesThroughSharedWork.load(ordering: .relaxed)) through shared work); "
-        + "\(ValueExecutor.interleavedSteps.load(ordering: .relaxed)) steps ran between the slices of another; "
+        + "\(ValueExecutor.interleavedSteps.load(ordering: .relaxed)) steps ran between the slices of another "
+        + "(\(ValueExecutor.arbitratedBetweenSlices.load(ordering: .relaxed)) with keys, decided at once); "
         + "timers acted on \(ValueExecutor.timedOutWaiting.load(ordering: .relaxed)) waiting ops and "
         + "\(ValueExecutor.timedOutExecuting.load(ordering: .relaxed)) executing ones "
         + "(\(ValueExecutor.timedOutFinished.load(ordering: .relaxed)) finished anyway), "

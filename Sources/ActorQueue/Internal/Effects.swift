@@ -237,7 +237,10 @@ struct SchedulerEffects: Sendable {
 
   /// Leave `work` to the caller's next slices, once these effects are performed.
   mutating func addBulk(_ work: consuming BulkWork) {
-    var merged = recorded.bulk?.work ?? BulkWork()
+    guard var merged = recorded.bulk?.work else {
+      recorded.bulk = .work(work)
+      return
+    }
     merged.merge(work)
     recorded.bulk = .work(merged)
   }

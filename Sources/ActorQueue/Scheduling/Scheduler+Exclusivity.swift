@@ -167,7 +167,10 @@ extension Scheduler {
     queues[queue].isArbitrated = true
     exclusiveQueues.append(queue)
     if callsInSlices > arbitratedCallsInSlices, mayBeInCallsInSlices(queue, taking: index) {
-      arbitrationWaitsForEveryCall = true
+      // A call in slices found to change no such queue may change this one: what it was found to
+      // change is stale until its next slice looks again.
+      arbitrationEpoch &+= 1
+      staleCallsInSlices = callsInSlices - arbitratedCallsInSlices
     }
     if queues[queue].gatesPermits {
       // Its waiting head's timer is arbitration's to arm now.
@@ -539,10 +542,10 @@ extension Scheduler {
   /// A call that may change a queue with keys or limiters is being done in slices (this event
   /// hands work out, or another call's slices are to come): arbitration waits for its last
   /// slice, so its outcome is the whole call's. A call that changes only queues without either
-  /// (cancelling a long plain queue, say) holds up no queue with keys.
+  /// (cancelling a long plain queue, say) holds up no queue with keys, but for one slice once a
+  /// queue it may change takes keys.
   var arbitrationDeferred: Bool {
-    arbitratedCallsInSlices > 0 || (arbitrationWaitsForEveryCall && callsInSlices > 0)
-      || (hasBulk && !bulk.isDone)
+    arbitratedCallsInSlices > 0 || staleCallsInSlices > 0 || (hasBulk && !bulk.isDone)
   }
 
   /// Decides every start of the queues with keys (see the top of this file). `taker`, a worker

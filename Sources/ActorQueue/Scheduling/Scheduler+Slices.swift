@@ -36,6 +36,8 @@ struct BulkWork: Sendable {
     var scannedTo = 0
     /// The last entry looked at whose dependent was in a queue with keys (-1: none).
     var lastArbitrated = -1
+    /// ``Scheduler/arbitrationEpoch`` when it was looked at: an older look is stale.
+    var scanEpoch: UInt64 = 0
   }
 
   /// A whole-queue call's walk over the queue's operations, in submission order.
@@ -79,6 +81,8 @@ struct BulkWork: Sendable {
   var held: [QueueReference] = []
   /// Whether what is left may change a queue with keys or limiters (``Scheduler/arbitratedCallsInSlices``).
   var touchesArbitration = false
+  /// ``Scheduler/arbitrationEpoch`` when it was handed out.
+  var epoch: UInt64 = 0
 
   /// Whether nothing is left to do but let the held queues start again.
   var isDone: Bool { releases.isEmpty && ends.isEmpty && walks.isEmpty && tagCancels.isEmpty }
@@ -91,6 +95,7 @@ struct BulkWork: Sendable {
     tagCancels += other.tagCancels
     for queue in other.held where !held.contains(queue) { held.append(queue) }
     touchesArbitration = touchesArbitration || other.touchesArbitration
+    epoch = min(epoch, other.epoch)
   }
 }
 
@@ -174,9 +179,7 @@ extension Scheduler {
   mutating func continueBulk(
     _ work: consuming BulkWork, now: () -> SchedulerInstant, _ effects: inout Effects
   ) {
-    callsInSlices -= 1  // counted again below if this slice hands out more
-    if work.touchesArbitration { arbitratedCallsInSlices -= 1 }
-    if callsInSlices == 0 { arbitrationWaitsForEveryCall = false }
+    uncountCall(work)  // counted again at the end if this slice hands out more
     bulk = work
     markBulk()
     drainBulk(&effects)
@@ -308,17 +311,33 @@ extension Scheduler {
     guard hasBulk else { return }
     hasBulk = false
     guard !bulk.isDone else { return }
-    let touches = bulkTouchesArbitration()
-    // Counted once per hold that hands work out (a second hand-out in it merges with the first).
-    if let handed = effects.bulk {
-      if touches, !handed.touchesArbitration { arbitratedCallsInSlices += 1 }
-    } else {
-      callsInSlices += 1
-      if touches { arbitratedCallsInSlices += 1 }
-    }
-    bulk.touchesArbitration = touches
+    bulk.touchesArbitration = bulkTouchesArbitration()
+    bulk.epoch = arbitrationEpoch
+    // Counted once per hold that hands work out: a second hand-out in it merges with the first.
+    if let handed = effects.bulk { uncountCall(handed) }
     effects.addBulk(bulk)
     bulk = BulkWork()
+    countCall(effects.bulk!)
+  }
+
+  /// `work` is handed out: its call is in slices, and may hold up arbitration.
+  private mutating func countCall(_ work: borrowing BulkWork) {
+    callsInSlices += 1
+    if work.touchesArbitration {
+      arbitratedCallsInSlices += 1
+    } else if work.epoch != arbitrationEpoch {
+      staleCallsInSlices += 1
+    }
+  }
+
+  /// `work`, handed out, came back (or merged with more).
+  private mutating func uncountCall(_ work: borrowing BulkWork) {
+    callsInSlices -= 1
+    if work.touchesArbitration {
+      arbitratedCallsInSlices -= 1
+    } else if work.epoch != arbitrationEpoch {
+      staleCallsInSlices -= 1
+    }
   }
 
   /// Whether the work left may change a queue with keys or limiters: a walk or a hold of one, a
@@ -337,6 +356,12 @@ extension Scheduler {
     var budget = 4 * sliceLimit
     for position in bulk.releases.indices {
       var release = bulk.releases[position]
+      if release.scanEpoch != arbitrationEpoch {
+        // A queue took keys since: what was looked at is looked at again.
+        release.scanEpoch = arbitrationEpoch
+        release.scannedTo = release.next
+        release.lastArbitrated = -1
+      }
       release.scannedTo = max(release.scannedTo, release.next)
       while release.scannedTo < release.entries.count, budget > 0 {
         let entry = release.entries[release.scannedTo]

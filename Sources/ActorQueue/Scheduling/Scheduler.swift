@@ -118,9 +118,13 @@ struct Scheduler: Sendable {
   /// Those of ``callsInSlices`` whose work left may change a queue with keys or limiters
   /// (``BulkWork/touchesArbitration``): arbitration waits for their last slices.
   var arbitratedCallsInSlices = 0
-  /// A queue took keys or limiters while calls were in slices, which may change it: arbitration
-  /// waits for every call in slices to end.
-  var arbitrationWaitsForEveryCall = false
+  /// Counts the times a queue took keys or limiters while calls found to change none such were
+  /// in slices, and might change it (`makeArbitrated`): what those calls' work was found to
+  /// change is stale, so arbitration waits for their next slices, which look again.
+  var arbitrationEpoch: UInt64 = 0
+  /// The calls in slices found to change no queue with keys or limiters before the last such time
+  /// (their work's `epoch` is older than ``arbitrationEpoch``): arbitration waits for them.
+  var staleCallsInSlices = 0
   /// Identifies whole-queue walks.
   var nextWalkToken: UInt64 = 0
   var queues: [QueueRecord] = []

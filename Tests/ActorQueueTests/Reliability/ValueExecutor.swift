@@ -209,8 +209,9 @@ private struct ValueRun {
             step: index + 1,
             message: "\(next), between the slices of step \(index): its arbitration was left undone")
         }
-        let touches =
-          harness.pendingBulk.contains(where: \.touchesArbitration) || scheduler.arbitrationWaitsForEveryCall
+        let touches = harness.pendingBulk.contains {
+          $0.touchesArbitration || $0.epoch != scheduler.arbitrationEpoch
+        }
         if touches != scheduler.arbitrationDeferred {
           return ScriptFailure(
             step: index + 1,
@@ -227,13 +228,13 @@ private struct ValueRun {
       while harness.continueBulk() {}
     }
     if harness.scheduler.callsInSlices != 0 || harness.scheduler.arbitratedCallsInSlices != 0
-      || harness.scheduler.arbitrationWaitsForEveryCall
+      || harness.scheduler.staleCallsInSlices != 0
     {
       return ScriptFailure(
         step: index,
         message: "after \(step): \(harness.scheduler.callsInSlices) calls in slices left counted "
-          + "(\(harness.scheduler.arbitratedCallsInSlices) arbitrated), waiting for every call: "
-          + "\(harness.scheduler.arbitrationWaitsForEveryCall)")
+          + "(\(harness.scheduler.arbitratedCallsInSlices) arbitrated, "
+          + "\(harness.scheduler.staleCallsInSlices) stale)")
     }
     syncGroups()
     releaseGoneHandles()

@@ -56,8 +56,8 @@ struct Weak<Object: AnyObject> {
 /// happen on another thread just after the event that makes them due (a body's captures released
 /// by a cascade on a worker, say). Bounded by time, not by a count of yields: on a loaded 2-core
 /// machine the releasing thread can be preempted for longer than thousands of yields take, and in
-/// a full run every test shares the pool with all the others (CI's took 64–79 s over steps that
-/// take milliseconds alone): a minute, as ``eventually(within:_:)``. Returns whether it became done.
+/// a full run every test shares the pool with all the others: a minute, as
+/// ``eventually(within:_:)``. Returns whether it became done.
 func eventuallyFreed(within limit: Duration = .seconds(60), _ isDone: () -> Bool) async -> Bool {
   let clock = ContinuousClock()
   let deadline = clock.now.advanced(by: limit)

@@ -124,7 +124,7 @@ final class WeakReference<Object: AnyObject>: @unchecked Sendable {
 /// timing assumption: it only bounds how long a correct implementation may take, so a broken
 /// one fails instead of hanging. The bound is a minute, under the tests' limit (see
 /// `hangLimitMinutes`): in a full run on 2 cores every test shares the pool with all the others,
-/// and CI's took 64–79 s over steps that take milliseconds alone. Returns whether it held.
+/// and a step that takes milliseconds alone can take many seconds. Returns whether it held.
 func eventually(
   within limit: Duration = .seconds(60), _ condition: @Sendable () -> Bool
 ) async -> Bool {

@@ -142,6 +142,10 @@ public final class ImageLoader: Sendable {
   /// requests joined it.
   public var loadCount: Int { queue.operationCount }
 
+  /// Every load's transitions from now on, in the order the loader's queue decided them (each
+  /// event's `sequence`): a load `.executing` took one of the slots. For one subscriber.
+  public var events: AsyncStream<QueueEvent> { queue.events }
+
   /// Suspends until no load is left.
   public func waitUntilIdle() async {
     await queue.waitUntilAllOperationsAreFinished()

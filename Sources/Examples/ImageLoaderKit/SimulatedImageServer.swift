@@ -10,7 +10,6 @@ public actor SimulatedImageServer: ImageFetcher {
   private var active = 0
   private var peak = 0
   private var cancelled = 0
-  private var order: [URL] = []
 
   /// A server whose every image takes `latency`.
   public init(latency: Duration, clock: any Clock<Duration> = ContinuousClock()) {
@@ -22,7 +21,6 @@ public actor SimulatedImageServer: ImageFetcher {
   /// is cancelled meanwhile.
   public func fetch(_ url: URL) async throws -> Image {
     fetches[url, default: 0] += 1
-    order.append(url)
     active += 1
     peak = max(peak, active)
     defer { active -= 1 }
@@ -38,9 +36,6 @@ public actor SimulatedImageServer: ImageFetcher {
 
   /// How many times `url` was fetched (cancelled fetches included).
   public func fetchCount(of url: URL) -> Int { fetches[url, default: 0] }
-
-  /// The URLs fetched, in the order their fetches started.
-  public var fetchOrder: [URL] { order }
 
   /// Every fetch so far.
   public var totalFetches: Int { fetches.values.reduce(0, +) }

@@ -4,12 +4,14 @@ public import Testing
 extension ManualClock {
   /// Returns once nothing more can happen on this clock's queues without the clock advancing or
   /// a gate opening: no queue may start an operation (none is ready with a free slot in a queue
-  /// that is not suspended, and no worker is starting), and every executing body waits at a
-  /// ``TestGate``. A body that waits for anything else (a network call, a sleep on another
-  /// clock) keeps it from returning: after `timeout` of real time it records an issue naming the
-  /// operations still moving, at the caller's source location, and returns instead of hanging.
-  /// An operation that only waits for its worker task to start is waited for up to ten times
-  /// `timeout` (a busy cooperative pool), then reported the same way.
+  /// that is not suspended, no worker is starting, and no start waits for a decision deferred
+  /// by a long call in slices), and every executing body waits at a ``TestGate``. A body that
+  /// waits for anything else (a network call, a sleep on another clock) keeps it from
+  /// returning: once it has moved for `timeout` of real time with nothing starting meanwhile, it
+  /// records an issue naming the operations still moving, at the caller's source location, and
+  /// returns instead of hanging. A start (a worker task the pool has not run yet) is waited for
+  /// up to thirty times `timeout`, then reported the same way: in a parallel run of a large
+  /// suite on a loaded 2-core machine, a start has waited over 100 seconds.
   ///
   /// ```swift
   /// let waiting = queue.addOperation(traits: [.deadline(in: .seconds(5))]) { await gate.wait() }
@@ -22,21 +24,26 @@ extension ManualClock {
     let realClock = ContinuousClock()
     let started = realClock.now
     var stillFor = 0
+    var movingSince = started
     while true {
       let state = queueClock.quiescence
-      let moving = state.executing.filter { !Parking.isParked($0.id) }
-      if moving.isEmpty && !state.mayStart {
+      // A body whose worker task has not begun it waits for the pool, as a start does.
+      let moving = state.executing.filter { $0.begun && !Parking.isParked($0.id) }
+      let starting = state.mayStart || state.executing.contains { !$0.begun }
+      if moving.isEmpty && !starting {
         // Still twice in a row, a yield apart: a body's end that is being reported shows first.
         stillFor += 1
         if stillFor >= 2 { return }
       } else {
         stillFor = 0
       }
-      let waited = started.duration(to: realClock.now)
-      // A body that moves for longer than `timeout` waits for something else. A start that is
-      // only pending (a worker task the pool has not run yet) is waited for ten times longer:
-      // a busy pool, as in a parallel test run, is slow, not stuck.
-      if !moving.isEmpty, waited >= timeout {
+      let now = realClock.now
+      if moving.isEmpty || starting { movingSince = now }
+      let waited = started.duration(to: now)
+      // A body that moves for longer than `timeout`, nothing starting meanwhile, waits for
+      // something else. A start that is only pending (a worker task the pool has not run yet) is
+      // waited for thirty times longer: a busy pool, as in a parallel test run, is slow, not stuck.
+      if !moving.isEmpty, movingSince.duration(to: now) >= timeout {
         let names = moving.map { $0.name ?? $0.id.description }.sorted().joined(separator: ", ")
         let message =
           "ManualClock.settle(): after \(timeout), still moving: \(names) (a body waits for something other "
@@ -44,9 +51,9 @@ extension ManualClock {
         Issue.record(Comment(rawValue: message), sourceLocation: sourceLocation)
         return
       }
-      if waited >= timeout * 10 {
+      if waited >= timeout * 30 {
         let message =
-          "ManualClock.settle(): after \(timeout * 10), an operation still waits to start (is the cooperative "
+          "ManualClock.settle(): after \(timeout * 30), an operation still waits to start (is the cooperative "
           + "pool blocked?)"
         Issue.record(Comment(rawValue: message), sourceLocation: sourceLocation)
         return

@@ -225,6 +225,11 @@ final class Worker: Sendable {
     runningIndex.store(-1, ordering: .relaxed)
   }
 
+  /// Whether the worker's task has run (taken its first step): until then what it was given
+  /// waits for a thread of the pool. For the test kit's `settle()`, which waits longer for that.
+  var hasBegun: Bool { began.load(ordering: .relaxed) }
+  private let began = Atomic<Bool>(false)
+
   /// The operation whose body this worker's task runs, if any. Called from that task (a
   /// checkpoint found this worker by the calling task's address).
   func runningContext() -> CheckpointContext? {
@@ -253,6 +258,7 @@ final class Worker: Sendable {
   func takeFirst() -> WorkerAction? {
     let (first, attached) = withHandle { handle in (handle.first.take(), handle.task != nil) }
     if !attached { bindToCurrentTask() }
+    began.store(true, ordering: .relaxed)
     return first
   }
 

@@ -33,8 +33,9 @@ package final class KeyRecording: Sendable {
 /// What may still happen on the queues of one clock without the clock advancing.
 package struct ClockQuiescence: Sendable {
   /// Operations executing (holding a slot, or their external work running), by identifier and
-  /// name, in no particular order.
-  package var executing: [(id: OperationID, name: String?)] = []
+  /// name, in no particular order; `begun`: its worker's task has run (`false` while that task
+  /// waits for a thread of the pool, as a start does).
+  package var executing: [(id: OperationID, name: String?, begun: Bool)] = []
   /// Some queue on the clock has a ready operation it may start now, or a worker starting.
   package var mayStart = false
 }
@@ -78,13 +79,17 @@ extension Scheduler {
     var result = ClockQuiescence()
     for queue in queues.indices where queues[queue].isLive && queues[queue].clock == clock {
       let machine = queues[queue].machine
-      if machine.startingWorkers > 0 || (machine.readyCount > 0 && machine.canStartNow) {
+      // An arbitration owed and deferred (a call in slices) may yet start a parked operation.
+      if machine.startingWorkers > 0 || (machine.readyCount > 0 && machine.canStartNow)
+        || (needsArbitration && queues[queue].isArbitrated)
+      {
         result.mayStart = true
       }
       var index = queues[queue].first
       while index >= 0 {
         if case .executing = operations[index].phase {
-          result.executing.append((operations[index].id, operations[index].name))
+          let begun = operations[index].worker?.hasBegun ?? true
+          result.executing.append((operations[index].id, operations[index].name, begun))
         }
         index = operations[index].nextInQueue
       }

@@ -249,6 +249,28 @@ struct BoundedCriticalSectionTests {
   }
 
   @Test(
+    "A key released while arbitration waits for a call in slices: its waiter is not ready yet, and the clock's quiescence says a start may come (settle() waits for it)"
+  )
+  func quiescenceCountsADeferredArbitration() {
+    var h = harness(sliceLimit: 100)
+    let walked = h.makeQueue(limit: 1)
+    let other = h.makeQueue(limit: 4)
+    h.add("blocker", traits: [.exclusive("y")], to: walked)
+    for name in names("w", 5_000) { h.add(name, traits: [.exclusive("y")], to: walked) }
+    h.add("holder", traits: [.exclusive("x")], to: other)
+    h.add("waiter", traits: [.exclusive("x")], to: other)
+    #expect(h.state("waiter") == .pending && !h.scheduler.quiescence(ofClock: 0).mayStart)
+    h.event { s, now, e in s.cancelAll(in: walked, now: now, &e) }
+    #expect(h.scheduler.arbitrationDeferred)
+    h.end("holder")
+    #expect(h.state("waiter") == .pending, "the release is decided with the call's outcome")
+    #expect(h.scheduler.quiescence(ofClock: 0).mayStart)
+    while h.continueBulk() {}
+    #expect(h.running.contains("waiter"))
+    #expect(!h.scheduler.quiescence(ofClock: 0).mayStart)
+  }
+
+  @Test(
     "A queue that takes its first key between the slices of a call that changes it: arbitration waits for that call's next slice, which looks again"
   )
   func aQueueTakingKeysMidCallDefersForOneSlice() {

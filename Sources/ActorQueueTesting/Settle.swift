@@ -27,10 +27,8 @@ extension ManualClock {
     var movingSince = started
     while true {
       let state = queueClock.quiescence
-      // A body whose worker task has not begun it waits for the pool, as a start does.
-      let moving = state.executing.filter { $0.begun && !Parking.isParked($0.id) }
-      let starting = state.mayStart || state.executing.contains { !$0.begun }
-      if moving.isEmpty && !starting {
+      let moving = state.executing.filter { !Parking.isParked($0.id) }
+      if moving.isEmpty && !state.mayStart {
         // Still twice in a row, a yield apart: a body's end that is being reported shows first.
         stillFor += 1
         if stillFor >= 2 { return }
@@ -38,7 +36,7 @@ extension ManualClock {
         stillFor = 0
       }
       let now = realClock.now
-      if moving.isEmpty || starting { movingSince = now }
+      if moving.isEmpty || state.mayStart { movingSince = now }
       let waited = started.duration(to: now)
       // A body that moves for longer than `timeout`, nothing starting meanwhile, waits for
       // something else. A start that is only pending (a worker task the pool has not run yet) is

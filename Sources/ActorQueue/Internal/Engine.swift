@@ -230,6 +230,9 @@ final class Worker: Sendable {
   var hasBegun: Bool { began.load(ordering: .relaxed) }
   private let began = Atomic<Bool>(false)
 
+  /// The worker's task runs (its first step is taken now).
+  func noteBegun() { began.store(true, ordering: .relaxed) }
+
   /// The operation whose body this worker's task runs, if any. Called from that task (a
   /// checkpoint found this worker by the calling task's address).
   func runningContext() -> CheckpointContext? {
@@ -258,7 +261,7 @@ final class Worker: Sendable {
   func takeFirst() -> WorkerAction? {
     let (first, attached) = withHandle { handle in (handle.first.take(), handle.task != nil) }
     if !attached { bindToCurrentTask() }
-    began.store(true, ordering: .relaxed)
+    noteBegun()
     return first
   }
 

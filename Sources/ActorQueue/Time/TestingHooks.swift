@@ -32,11 +32,11 @@ package final class KeyRecording: Sendable {
 
 /// What may still happen on the queues of one clock without the clock advancing.
 package struct ClockQuiescence: Sendable {
-  /// Operations executing (holding a slot, or their external work running), by identifier and
-  /// name, in no particular order; `begun`: its worker's task has run (`false` while that task
-  /// waits for a thread of the pool, as a start does).
-  package var executing: [(id: OperationID, name: String?, begun: Bool)] = []
-  /// Some queue on the clock has a ready operation it may start now, or a worker starting.
+  /// Operations executing (holding a slot, or their external work running) on a task that has
+  /// run, by identifier and name, in no particular order.
+  package var executing: [(id: OperationID, name: String?)] = []
+  /// Some queue on the clock has a ready operation it may start now, a worker starting, an
+  /// operation claimed by a worker task the pool has not run yet, or an arbitration owed.
   package var mayStart = false
 }
 
@@ -88,8 +88,12 @@ extension Scheduler {
       var index = queues[queue].first
       while index >= 0 {
         if case .executing = operations[index].phase {
-          let begun = operations[index].worker?.hasBegun ?? true
-          result.executing.append((operations[index].id, operations[index].name, begun))
+          // Claimed by a worker whose task the pool has not run: it waits to start, as a start does.
+          if operations[index].worker?.hasBegun ?? true {
+            result.executing.append((operations[index].id, operations[index].name))
+          } else {
+            result.mayStart = true
+          }
         }
         index = operations[index].nextInQueue
       }

@@ -24,6 +24,17 @@ struct BoundedCriticalSectionTests {
 
   private func names(_ prefix: String, _ count: Int) -> [String] { (0..<count).map { "\(prefix)\($0)" } }
 
+  /// A queue of limit 1 running "blocker" with "w0"…"w4999" waiting, all on key "y", and a queue
+  /// of limit 4 whose "holder" holds "x"; returns both.
+  private func aKeyedBacklogBesideAHolder(_ h: inout SchedulerHarness) -> (walked: Int, other: Int) {
+    let walked = h.makeQueue(limit: 1)
+    let other = h.makeQueue(limit: 4)
+    h.add("blocker", traits: [.exclusive("y")], to: walked)
+    for name in names("w", 5_000) { h.add(name, traits: [.exclusive("y")], to: walked) }
+    h.add("holder", traits: [.exclusive("x")], to: other)
+    return (walked, other)
+  }
+
   /// A queue without keys, limit 1, running "blocker" with "w0"…"w4999" waiting, whose
   /// `cancelAllOperations()` has done its first slice; returns the queue.
   private func cancellingAPlainBacklog(_ h: inout SchedulerHarness) -> Int {
@@ -234,11 +245,7 @@ struct BoundedCriticalSectionTests {
   )
   func keysWaitForACallThatChangesThem() {
     var h = harness(sliceLimit: 100)
-    let walked = h.makeQueue(limit: 1)
-    let other = h.makeQueue(limit: 4)
-    h.add("blocker", traits: [.exclusive("y")], to: walked)
-    for name in names("w", 5_000) { h.add(name, traits: [.exclusive("y")], to: walked) }
-    h.add("holder", traits: [.exclusive("x")], to: other)
+    let (walked, other) = aKeyedBacklogBesideAHolder(&h)
     h.event { s, now, e in s.cancelAll(in: walked, now: now, &e) }
     #expect(h.pendingBulk.contains { $0.touchesArbitration } && h.scheduler.arbitrationDeferred)
     h.add("later", to: other)
@@ -253,11 +260,7 @@ struct BoundedCriticalSectionTests {
   )
   func quiescenceCountsADeferredArbitration() {
     var h = harness(sliceLimit: 100)
-    let walked = h.makeQueue(limit: 1)
-    let other = h.makeQueue(limit: 4)
-    h.add("blocker", traits: [.exclusive("y")], to: walked)
-    for name in names("w", 5_000) { h.add(name, traits: [.exclusive("y")], to: walked) }
-    h.add("holder", traits: [.exclusive("x")], to: other)
+    let (walked, other) = aKeyedBacklogBesideAHolder(&h)
     h.add("waiter", traits: [.exclusive("x")], to: other)
     #expect(h.state("waiter") == .pending && !h.scheduler.quiescence(ofClock: 0).mayStart)
     h.event { s, now, e in s.cancelAll(in: walked, now: now, &e) }

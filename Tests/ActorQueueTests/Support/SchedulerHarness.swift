@@ -321,6 +321,7 @@ struct SchedulerHarness {
     if effects.wakeLingerer { lingererWake = true }
     for spawn in effects.spawns ?? [] {
       spawned += 1
+      spawn.worker.noteBegun()  // its simulated task runs at once
       if let first = spawn.first {
         workers.append(SimulatedWorker(worker: spawn.worker, queue: spawn.queue, action: first))
       } else {

@@ -135,6 +135,31 @@ struct ExclusivityTests {
     #expect(try await plain.value == 1)
     #expect(try await twice.value == 2)
   }
+
+  @Test("Keys and tags made from many tasks at once: equal names get equal numbers, others distinct")
+  func namesInternedFromManyTasksAtOnce() async {
+    // Under ThreadSanitizer (CI) this is also the check that interning's lock is one it sees.
+    let names = (0..<64).map { "interned-at-once-\($0)" }
+    let made = await withTaskGroup(of: [(String, UInt64, UInt64)].self) { group in
+      for task in 0..<8 {
+        group.addTask {
+          names.indices.map { index in
+            let name = names[(index * 7 + task * 13) % names.count]
+            return (name, ExclusivityKey(name).id, OperationTag(name).id)
+          }
+        }
+      }
+      return await group.reduce(into: []) { $0 += $1 }
+    }
+    #expect(made.count == 8 * names.count)
+    let keyIDs = Dictionary(grouping: made, by: \.0).mapValues { Set($0.map(\.1)) }
+    let tagIDs = Dictionary(grouping: made, by: \.0).mapValues { Set($0.map(\.2)) }
+    #expect(keyIDs.count == names.count && keyIDs.values.allSatisfy { $0.count == 1 })
+    #expect(tagIDs.values.allSatisfy { $0.count == 1 })
+    #expect(Set(keyIDs.values.compactMap(\.first)).count == names.count)
+    #expect(Set(tagIDs.values.compactMap(\.first)).count == names.count)
+    #expect(names.allSatisfy { ExclusivityKey(interned: ExclusivityKey($0).id).name == $0 })
+  }
 }
 
 /// The rest of beyond.md §1.4 (d): grant order across queues, aging, the anchors' deadlocks,

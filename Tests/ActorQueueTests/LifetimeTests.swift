@@ -170,7 +170,7 @@ struct LifetimeTests {
     let weakCaptured = WeakReference(captured!)
     let operation = queue.addOperation { [captured] in _ = captured }
     captured = nil
-    let seenAtCompletion = Mutex<Bool?>(nil)
+    let seenAtCompletion = LockedValue<Bool?>(nil)
     operation.onCompletion { _ in seenAtCompletion.withLock { $0 = weakCaptured.isFreed } }
     queue.isSuspended = false
     try await operation.value

@@ -52,8 +52,9 @@ public struct ExclusivityKey: Sendable, Hashable, CustomStringConvertible,
 /// Names interned to numbers, 1 up, kept for the life of the process: what keys and tags are
 /// made of, so that the scheduler hashes and compares integers, never a user's strings. Its lock
 /// is a leaf: never held while taking the scheduler's (it may be taken under it).
+/// A `LockedValue`, not `Synchronization.Mutex`, so ThreadSanitizer sees its handovers (Lock.swift).
 final class InternedNames: Sendable {
-  private let names = Mutex<(byName: [String: UInt64], byID: [String])>(([:], []))
+  private let names = LockedValue<(byName: [String: UInt64], byID: [String])>(([:], []))
 
   /// The number of `name`, given it now if it has none.
   func intern(_ name: String) -> UInt64 {

@@ -1,3 +1,4 @@
+import ActorQueue
 import Synchronization
 
 /// A network without a network: every chunk arrives `chunkDuration` after it was asked for,
@@ -11,7 +12,9 @@ public final class SimulatedNetwork: Transport {
   public let chunkDuration: Duration
   private let clock: any Clock<Duration>
   private let counts = ConnectionCounts()
-  private let requests = Mutex(Requests())
+  // The package's pthread lock, not `Synchronization.Mutex`: its tests run under ThreadSanitizer,
+  // which cannot see a contended `Mutex` hand-over on Linux.
+  private let requests = LockedValue(Requests())
 
   private struct Requests {
     var instants: [ContinuousClock.Instant] = []

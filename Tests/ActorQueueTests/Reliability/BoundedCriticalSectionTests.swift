@@ -390,8 +390,8 @@ struct BoundedCriticalSectionTests {
     let other = ActorQueue(name: "ui")
     let keyed = ActorQueue(name: "keyed")
     waiting.isSuspended = true
-    let seenLeft = Mutex<Int?>(nil)
-    let keyedState = Mutex<OperationState?>(nil)
+    let seenLeft = LockedValue<Int?>(nil)
+    let keyedState = LockedValue<OperationState?>(nil)
     let ended = Atomic<Int>(0)
     let started = Gate()
     for index in 0..<100_000 {

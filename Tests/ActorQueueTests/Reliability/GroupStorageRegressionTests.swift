@@ -21,7 +21,7 @@ struct GroupStorageRegressionTests {
       await queue.waitUntilAllOperationsAreFinished()
       // A group that creates more records than that, a few in use at a time, and whose queue
       // outlives its operation (the bench's lingering worker did the same).
-      let kept = Mutex<ActorQueue?>(nil)
+      let kept = LockedValue<ActorQueue?>(nil)
       var group: QueueOperation<Void>? = queue.addOperationGroup(maxConcurrentOperationCount: 4) { group in
         kept.withLock { $0 = group.queue }
         for _ in 0..<2_100 { await group.queue.addOperation {}.waitUntilFinished() }

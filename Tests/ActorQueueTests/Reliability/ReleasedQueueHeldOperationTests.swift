@@ -232,7 +232,7 @@ struct ReleasedQueueHeldOperationTests {
     "A body that captures its own handle keeps it: paused in a released queue, it stays paused until cancelled"
   )
   func bodyCapturingItsHandle() async {
-    let box = Mutex<QueueOperation<Int>?>(nil)
+    let box = LockedValue<QueueOperation<Int>?>(nil)
     let body = Body()
     let weakCapture: WeakReference<Capture>
     var queue: ActorQueue? = ActorQueue(name: "q")

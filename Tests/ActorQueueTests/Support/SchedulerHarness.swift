@@ -280,7 +280,7 @@ struct SchedulerHarness {
     let hash = key.hashValue
     let bucket = scheduler.coalescingBucket(hash, in: queue)
     let match = bucket.entries.first { $0.key == key }
-    let made = Mutex<[AnyQueueOperation]>([])
+    let made = LockedValue<[AnyQueueOperation]>([])
     let workName = work ?? "work:\(key.base)"
     let outcome = event { scheduler, now, effects in
       scheduler.submitCoalesced(
@@ -462,7 +462,7 @@ struct SchedulerHarness {
 
 /// The harness's record of checkpoint resumptions.
 final class CheckpointLog: Sendable {
-  private let entries = Mutex<[String]>([])
+  private let entries = LockedValue<[String]>([])
 
   func append(_ entry: String) { entries.withLock { $0.append(entry) } }
 

@@ -43,6 +43,31 @@ struct ExclusivityTests {
     await queue.waitUntilAllOperationsAreFinished()
   }
 
+  @Test("A ready operation its full or suspended queue cannot start yet lists its taken key beside slot")
+  func waitReportOfAReadyOperationWhoseKeyIsTaken() async throws {
+    let clock = ManualClock()
+    let domain = ExclusivityDomain(name: "db")
+    let full = ActorQueue(name: "serial", maxConcurrentOperationCount: 1, clock: clock.queueClock)
+    let stopped = ActorQueue(name: "stopped", clock: clock.queueClock)
+    stopped.isSuspended = true
+    let gate = TestGate()
+    let holder = full.addOperation(name: "A", traits: [.exclusive("x", in: domain)]) { await gate.wait() }
+    let behind = full.addOperation(name: "B", traits: [.exclusive("x", in: domain)]) {}
+    let free = full.addOperation(name: "C", traits: [.exclusive("y", in: domain)]) {}
+    let elsewhere = stopped.addOperation(name: "D", traits: [.exclusive("x", in: domain)]) {}
+    await clock.settle()
+    #expect(holder.state == .executing)
+    #expect(behind.state == .ready)
+    #expect(full.waitReport().map(\.waitingFor) == [[.slot, .key("x", heldBy: holder.id)], [.slot]])
+    #expect(stopped.waitReport().map(\.waitingFor) == [[.key("x", heldBy: holder.id), .suspended]])
+    gate.open()
+    try await behind.value
+    try await free.value
+    #expect(stopped.waitReport().map(\.waitingFor) == [[.suspended]])
+    stopped.isSuspended = false
+    try await elsewhere.value
+  }
+
   @Test("All or nothing: a waiter for {x, y} holds neither, so another on y runs meanwhile")
   func allOrNothing() async throws {
     let clock = ManualClock()

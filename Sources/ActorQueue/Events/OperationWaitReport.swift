@@ -72,12 +72,14 @@ public struct OperationWaitReport: Sendable, Hashable, CustomStringConvertible {
     public static let slot = Reason(kind: .slot)
     /// It waits for an exclusivity key (``OperationTrait/exclusive(_:in:)-(ExclusivityKey...,_)``) that `holder` has
     /// (runs with, or is paused holding), or reserves after waiting long: it has left the ready
-    /// set and holds no slot until every one of its keys is free.
+    /// set and holds no slot until every one of its keys is free. A ready operation whose queue
+    /// cannot start anything now (full, or suspended) lists its taken keys beside ``slot`` (or
+    /// ``suspended``): it leaves the ready set when its queue could start it.
     public static func key(_ key: ExclusivityKey, heldBy holder: OperationID) -> Reason {
       Reason(kind: .key, operation: holder, key: key)
     }
     /// Its queue is suspended (``ActorQueue/isSuspended``): nothing of it starts until resumed.
-    /// A ready operation of a suspended queue lists this alone, not ``slot``.
+    /// A ready operation of a suspended queue lists this (and any key taken from it), not ``slot``.
     public static let suspended = Reason(kind: .suspended)
     /// It is held by ``AnyQueueOperation/pause()`` until ``AnyQueueOperation/resume()``.
     public static let paused = Reason(kind: .paused)

@@ -67,6 +67,8 @@ extension Scheduler {
     case .ready, .resumed:
       // In a suspended queue, the suspension is what it waits for.
       if !suspended { reasons.append(.slot) }
+      // Not parked while its queue cannot start it (full, suspended): its taken keys too.
+      for (key, holder) in blockingKeys(of: index) { reasons.append(.key(key, heldBy: holder)) }
     case .paused:
       guard !operations[index].cancelRequested, !operations[index].timeMarks.contains(.timedOut) else {
         return nil

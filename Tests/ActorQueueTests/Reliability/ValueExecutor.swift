@@ -432,6 +432,11 @@ private struct ValueRun {
             }
           } else if dependencies.isEmpty, !modelOp.pauseHeld, modelOp.backoffAt == nil {
             if !suspended { expected.append(.slot) }
+            // Ready, not parked (its queue cannot start it now): the keys another holds too.
+            for (lock, by) in model.blockingLocks(of: op) {
+              let holder = scheduler.operations[harness.index(Self.name(by))].id
+              expected.append(.key(scriptKeys[lock.key], heldBy: holder))
+            }
           } else if modelOp.pauseHeld {
             expected.append(.paused)
           }

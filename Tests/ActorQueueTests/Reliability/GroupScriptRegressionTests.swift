@@ -3,7 +3,7 @@ import Testing
 
 @testable import ActorQueue
 
-/// Scripts the real-queue tester found against groups, kept as they were shrunk.
+/// Scripts the random testers found against groups, kept as they were shrunk.
 @Suite("Reliability: group scripts the random tester found")
 struct GroupScriptRegressionTests {
   /// A child of a group on q1 was made to wait for op0, executing on q1 while q1 was unlimited;
@@ -29,6 +29,36 @@ struct GroupScriptRegressionTests {
     var model = ReferenceModel(queueLimits: script.queueLimits, limiters: script.limiters ?? [])
     let expectations = script.steps.enumerated().map { model.apply($0.element, index: $0.offset) }
     #expect(expectations[5] == .skip, "op5.addDependency(op0) would strand the group")
+    let failure = await ValueExecutor().run(script)
+    #expect(failure == nil, "\(failure.map { "\($0)" } ?? "")")
+  }
+
+  /// Found by the value tester (run ACTORQUEUE_RANDOM_SEED=9101, script 26757): op7, a group's
+  /// last child, ended and made op12 ready on q0 (limit 1, its slot free), whose worker lingered.
+  /// The harness ended the group before that worker claimed, so op11, waiting for the group and
+  /// of higher priority, took the slot; the model decides an event's starts before a group's end
+  /// (in the library both orders happen: the group's end is its own task's event). The harness
+  /// now lets a woken lingerer claim before each group's end.
+  @Test("A worker woken by a child's end claims before its group's end is played")
+  func lingererClaimsBeforeGroupEnd() async throws {
+    let json = """
+      {"seed": 13367359292617490959, "queueLimits": [-1, 3], "limiters": [{"capacity":3,"seconds":2,"window":false},{"capacity":1,"seconds":2,"window":true}], "steps": [
+        {"addConditional":{"queue":0,"answers":[4,2,4],"body":{"auto":true,"throwing":false,"checkpoints":2,"checksCancellation":false,"pauseHandlers":false},"priority":3,"keys":[],"op":0}},
+        {"addAfter":{"queue":0,"body":{"throwing":true,"checkpoints":0,"checksCancellation":false,"pauseHandlers":false,"auto":true},"priority":1,"inputs":[0,0],"op":1}},
+        {"addTimed":{"queue":0,"deadline":1,"body":{"throwing":false,"checksCancellation":false,"pauseHandlers":false,"checkpoints":0,"auto":false},"priority":3,"op":3}},
+        {"addGroup":{"queue":1,"limit":1,"policy":2,"priority":1,"body":{"throwing":false,"checkpoints":1,"auto":false,"pauseHandlers":true,"checksCancellation":true},"op":5}},
+        {"addChild":{"body":{"checksCancellation":true,"throwing":false,"auto":false,"checkpoints":1,"pauseHandlers":false},"group":5,"priority":4,"op":6}},
+        {"addChild":{"body":{"checkpoints":0,"auto":false,"checksCancellation":true,"throwing":false,"pauseHandlers":false},"group":5,"priority":3,"op":7}},
+        {"pause":{"op":7}},
+        {"batch":{"queue":0,"ops":[{"op":11,"priority":2,"body":{"checkpoints":2,"auto":true,"checksCancellation":false,"pauseHandlers":true,"throwing":false,"capturesQueue":1}},{"op":12,"priority":0,"body":{"auto":false,"checkpoints":0,"checksCancellation":false,"pauseHandlers":false,"throwing":false}}],"dependencies":[{"mustSucceed":false,"dependent":11,"dependency":5},{"mustSucceed":true,"dependent":12,"dependency":3}]}},
+        {"setLimiters":{"queue":1,"limiters":[0]}},
+        {"setLimitPausingExcess":{"queue":0,"limit":1}},
+        {"open":{"op":12}},
+        {"open":{"op":12}},
+        {"depend":{"_0":{"dependent":12,"mustSucceed":true,"dependency":7}}}
+      ]}
+      """
+    let script = try JSONDecoder().decode(Script.self, from: Data(json.utf8))
     let failure = await ValueExecutor().run(script)
     #expect(failure == nil, "\(failure.map { "\($0)" } ?? "")")
   }

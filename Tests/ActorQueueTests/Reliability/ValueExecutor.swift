@@ -1096,6 +1096,9 @@ private struct ValueRun {
     // Each a call of its own, as the model has them: every cancellation passed on first, then one
     // group's end at a time (the lowest op number first), its starts decided before the next.
     while true {
+      // The model decides the last event's starts before a group's end: a lingering worker that
+      // event woke claims first (else a group's dependent, made ready by its end, could take it).
+      wakeLingerer()
       var passedOn = false
       for (group, reference) in groupQueues.sorted(by: { $0.key < $1.key })
       where !sealed.contains(group) && !cancelsPassedOn.contains(group)

@@ -334,9 +334,10 @@ extension Scheduler {
     operations[index].timeMarks.contains(.exclusive) ? exclusiveStates[index] : nil
   }
 
-  /// What blocks parked `index`: each key held or reserved by another, with that operation.
+  /// What blocks `index` from taking its keys: each key held or reserved by another, with that
+  /// operation (nothing once it holds them: a reservation waits for it).
   func blockingKeys(of index: Int) -> [(key: ExclusivityKey, by: OperationID)] {
-    guard exclusiveState(of: index) != nil else { return [] }
+    guard let state = exclusiveState(of: index), !state.holds else { return [] }
     var blocking: [(key: ExclusivityKey, by: OperationID)] = []
     for slot in lockSlots(of: index) {
       let lock = lockStates[slot]

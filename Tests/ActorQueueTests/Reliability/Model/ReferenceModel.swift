@@ -1529,7 +1529,7 @@ struct ReferenceModel: Sendable {
 
   /// What blocks parked `op`: each lock held or reserved by another op, with that op.
   func blockingLocks(of op: Int) -> [(lock: ModelLock, by: Int)] {
-    guard let model = ops[op] else { return [] }
+    guard let model = ops[op], !model.holdsLocks else { return [] }
     return model.locks.compactMap { lock in
       if let other = holder[lock], other != op { return (lock, other) }
       if let other = reservedBy[lock], other != op { return (lock, other) }

@@ -15,15 +15,34 @@ extension Scheduler {
 
   /// Raises `index` and the unfinished operations it waits for to `priority`
   /// (`TaskPriority.rawValue`). O(operations raised): each is raised at most once per priority
-  /// level, so repeated awaits cost nothing more. An operation moved ahead may be its queue's new
-  /// head: the event then decides starts, as a priority change does (`changePriority`).
+  /// level, so repeated awaits cost nothing more; a long chain is raised in slices (at most
+  /// ``sliceLimit`` operations per hold, the rest handed to the caller, as a long cancel is). An
+  /// operation moved ahead may be its queue's new head: the event then decides starts, as a
+  /// priority change does (`changePriority`).
   mutating func escalate(
     _ index: Int, to priority: UInt8, now: () -> SchedulerInstant, _ effects: inout Effects
   ) {
     guard operations[index].escalation < priority, !operations[index].phase.hasEnded else { return }
-    var work = [index]
-    while let next = work.popLast() {
-      guard operations[next].isLive, operations[next].escalation < priority, !operations[next].phase.hasEnded
+    var work = [OperationReference(index: index, id: operations[index].id)]
+    spreadEscalation(to: priority, &work, &effects)
+    if !work.isEmpty {
+      bulk.escalations.append(BulkWork.Escalation(priority: priority, work: work))
+      markBulk()
+    }
+    if needsArbitration || firstTouched >= 0 || hasBulk || sliceWork > 0 { settle(now: now, &effects) }
+  }
+
+  /// Raises the operations of `work` to `priority`, and what they wait for, transitively, until
+  /// the slice's limit (one unit per operation looked at); what is left stays in `work`.
+  mutating func spreadEscalation(
+    to priority: UInt8, _ work: inout [OperationReference], _ effects: inout Effects
+  ) {
+    while sliceWork < sliceLimit, let reference = work.popLast() {
+      sliceWork += 1
+      let next = reference.index
+      guard operations[next].isLive, operations[next].id == reference.id,
+        operations[next].escalation < priority,
+        !operations[next].phase.hasEnded
       else { continue }
       operations[next].escalation = priority
       let queue = operations[next].queue
@@ -36,10 +55,12 @@ extension Scheduler {
         // A caller's handle moves its shared work ahead (its priority is its callers' highest).
         setPriority(.veryHigh, of: next)
       }
-      for edge in operations[next].dependencies { work.append(edge.index) }
-      if leader >= 0 { work.append(leader) }
+      // An unfinished operation holds its dependencies and its work: their records are theirs.
+      for edge in operations[next].dependencies {
+        work.append(OperationReference(index: edge.index, id: operations[edge.index].id))
+      }
+      if leader >= 0 { work.append(OperationReference(index: leader, id: operations[leader].id)) }
     }
-    if needsArbitration || firstTouched >= 0 { settle(now: now, &effects) }
   }
 
   /// Whether `index`, escalated to `priority`, moves ahead in its queue: the queue's policy says

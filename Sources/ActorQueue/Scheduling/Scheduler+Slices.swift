@@ -2,13 +2,14 @@
 ///
 /// Every queue shares the scheduler's lock, so a call that holds it for an amount of work that
 /// grows with the queue (cancelling, pausing or resuming 100,000 operations, releasing a queue,
-/// an end that releases 100,000 dependents) would stall every other queue's callers for its
-/// whole length. Such work goes in slices of at most ``Scheduler/defaultSliceLimit`` units (an
-/// operation walked, a dependent released, a dependent ended) per hold: what is left is handed
-/// to the caller in its effects, and the caller's thread takes the lock again for the next
-/// slice once it has performed the effects of this one, until nothing is left. So the call
-/// still returns only once all its work is done, and performs its effects (handlers, events,
-/// waiters) in the same order; other callers take the lock between slices.
+/// an end that releases 100,000 dependents, escalating a chain of 100,000) would stall every
+/// other queue's callers for its whole length. Such work goes in slices of at most
+/// ``Scheduler/defaultSliceLimit`` units (an operation walked or escalated, a dependent released,
+/// a dependent ended) per hold: what is left is handed to the caller in its effects, and the
+/// caller's thread takes the lock again for the next slice once it has performed the effects of
+/// this one, until nothing is left. So the call still returns only once all its work is done,
+/// and performs its effects (handlers, events, waiters) in the same order; other callers take
+/// the lock between slices.
 ///
 /// Between two slices other events may change anything. The work left names records by index
 /// and identifier (a record freed and reused meanwhile is told apart), a queue by generation,
@@ -71,11 +72,18 @@ struct BulkWork: Sendable {
     let through: UInt64
   }
 
+  /// An escalation still to spread: the operations to raise to `priority`, with what they wait for.
+  struct Escalation: Sendable {
+    let priority: UInt8
+    var work: [OperationReference]
+  }
+
   var releases: [Release] = []
   var ends: [PendingEnd] = []
   var walks: [Walk] = []
   /// Cancel-by-tag calls' operations still to cancel.
   var tagCancels: [TagCancel] = []
+  var escalations: [Escalation] = []
   /// The queues this call changed while it had work left: they start nothing until it ends,
   /// when their starts are decided as if the call had been one event.
   var held: [QueueReference] = []
@@ -85,7 +93,9 @@ struct BulkWork: Sendable {
   var epoch: UInt64 = 0
 
   /// Whether nothing is left to do but let the held queues start again.
-  var isDone: Bool { releases.isEmpty && ends.isEmpty && walks.isEmpty && tagCancels.isEmpty }
+  var isDone: Bool {
+    releases.isEmpty && ends.isEmpty && walks.isEmpty && tagCancels.isEmpty && escalations.isEmpty
+  }
 
   /// Adds `other`'s work (both callers' work is now this caller's).
   mutating func merge(_ other: consuming BulkWork) {
@@ -93,6 +103,7 @@ struct BulkWork: Sendable {
     ends += other.ends
     walks += other.walks
     tagCancels += other.tagCancels
+    escalations += other.escalations
     for queue in other.held where !held.contains(queue) { held.append(queue) }
     touchesArbitration = touchesArbitration || other.touchesArbitration
     epoch = min(epoch, other.epoch)
@@ -112,6 +123,12 @@ struct PendingEnd: Sendable {
   var keeps: AnyQueueOperation? = nil
 }
 
+/// An operation's record, told apart from a later operation's that reuses it by its identifier.
+struct OperationReference: Sendable {
+  let index: Int
+  let id: OperationID
+}
+
 /// Where a walk is in its queue: the next operation it acts on (-1: none left). Kept by the
 /// queue's record, which advances it when that operation leaves the queue.
 struct WalkCursor: Sendable {
@@ -120,7 +137,7 @@ struct WalkCursor: Sendable {
 }
 
 extension Scheduler {
-  /// The most units of bulk work (an operation walked, a dependent released or ended) one hold
+  /// The most units of bulk work (an operation walked or escalated, a dependent released or ended) one hold
   /// of the lock does before it hands the rest to its caller (``sliceLimit``, which tests lower).
   static let defaultSliceLimit = 1_000
 
@@ -167,6 +184,9 @@ extension Scheduler {
         finishEnds(&work, &effects)
       } else if !bulk.tagCancels.isEmpty {
         cancelSomeTagged(&effects)
+      } else if var escalation = bulk.escalations.popLast() {
+        spreadEscalation(to: escalation.priority, &escalation.work, &effects)
+        if !escalation.work.isEmpty { bulk.escalations.append(escalation) }
       } else if let walk = bulk.walks.last {
         walkSome(walk, &effects)
       } else {
@@ -347,7 +367,8 @@ extension Scheduler {
   /// arbitration free to decide between its slices.
   private mutating func bulkTouchesArbitration() -> Bool {
     if !exclusiveQueues.isEmpty {
-      if !bulk.ends.isEmpty || !bulk.tagCancels.isEmpty { return true }
+      // An escalation reorders waiting operations wherever its chain leads.
+      if !bulk.ends.isEmpty || !bulk.tagCancels.isEmpty || !bulk.escalations.isEmpty { return true }
       for walk in bulk.walks where isLive(walk.queue) && queues[walk.queue.index].isArbitrated { return true }
       for queue in bulk.held where isLive(queue) && queues[queue.index].isArbitrated { return true }
     }

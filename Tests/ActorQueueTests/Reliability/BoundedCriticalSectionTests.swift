@@ -200,6 +200,41 @@ struct BoundedCriticalSectionTests {
     #expect(h.scheduler.largestSlice <= 100)
   }
 
+  @Test(
+    "Awaiting the tail of a 5,000-op chain escalates it in slices; other queues run between them; the chain's head then starts first"
+  )
+  func escalationInSlices() throws {
+    var h = harness(sliceLimit: 100)
+    let q = h.makeQueue(limit: 1)
+    let other = h.makeQueue(limit: 1)
+    h.scheduler.queues[q].reordersEscalated = true
+    h.event { s, now, e in s.setSuspended(true, of: q, now: now, &e) }
+    h.add("before", priority: .high, to: q)
+    let chain = names("c", 5_000)
+    for name in chain { h.add(name, to: q) }
+    for (dependency, dependent) in zip(chain, chain.dropFirst()) {
+      try h.depend(h[dependent], on: h[dependency])
+    }
+    let tail = h.index("c4999")
+    let high = TaskPriority.high.rawValue
+    h.event { s, now, e in s.escalate(tail, to: high, now: now, &e) }
+    #expect(!h.pendingBulk.isEmpty, "5,000 escalations do not fit one slice of 100")
+    #expect(h.scheduler.largestSlice <= 100)
+    h.add("elsewhere", to: other)
+    #expect(h.running.contains("elsewhere"), "another queue's submission starts between the slices")
+    var slices = 1
+    while h.continueBulk() { slices += 1 }
+    #expect(slices >= 50)
+    #expect(h.scheduler.largestSlice <= 100)
+    #expect(chain.allSatisfy { h.scheduler.operations[h.index($0)].escalation == high })
+    #expect(h.scheduler.operations[h.index("c0")].priority == .veryHigh)
+    // Escalated again to the same priority: nothing left to raise, no slice handed out.
+    h.event { s, now, e in s.escalate(tail, to: high, now: now, &e) }
+    #expect(h.pendingBulk.isEmpty)
+    h.event { s, now, e in s.setSuspended(false, of: q, now: now, &e) }
+    #expect(h.running.contains("c0") && h.state("before") == .ready, "the escalated head goes first")
+  }
+
   @Test("A suspended queue released with 3,000 waiting ops cancels them in slices")
   func releaseInSlices() {
     var h = harness(sliceLimit: 100)
@@ -435,6 +470,23 @@ struct BoundedCriticalSectionTests {
     await queue.waitUntilAllOperationsAreFinished()
     #expect(ran.load(ordering: .relaxed) == 100_000)
     #expect(Engine.read { $0.largestSlice } <= Scheduler.defaultSliceLimit)
+  }
+
+  @Test(
+    "Escalating the tail of a 20,000-op chain on real queues: the call returns with all of it raised, in slices"
+  )
+  func longChainEscalatedOnRealQueues() async throws {
+    let queue = ActorQueue(name: "chain", maxConcurrentOperationCount: 1)
+    queue.isSuspended = true
+    var chain = [queue.addOperation {}]
+    for _ in 1..<20_000 { chain.append(queue.addOperation(after: chain[chain.count - 1]) { _ in }) }
+    chain[chain.count - 1].escalate(to: .high)
+    #expect(chain[0].effectiveTaskPriority == .high)
+    #expect(chain.allSatisfy { $0.effectiveTaskPriority == .high })
+    #expect(Engine.read { $0.largestSlice } <= Scheduler.defaultSliceLimit)
+    queue.isSuspended = false
+    await queue.waitUntilAllOperationsAreFinished()
+    #expect(chain.allSatisfy { $0.state == .finished })
   }
 }
 

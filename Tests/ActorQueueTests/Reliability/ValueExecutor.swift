@@ -601,8 +601,9 @@ private struct ValueRun {
     var walked = Set<Int>()
     var onlyCancelWalks = true
     for bulk in work {
-      // A cancel-by-tag call's operations may be anywhere: nothing runs between its slices.
-      guard bulk.tagCancels.isEmpty else { return false }
+      // A cancel-by-tag call's operations may be anywhere, and so may an escalation's chain:
+      // nothing runs between their slices.
+      guard bulk.tagCancels.isEmpty, bulk.escalations.isEmpty else { return false }
       for walk in bulk.walks {
         if let queue = queues.lastIndex(of: walk.queue.index) {
           touched.insert(queue)

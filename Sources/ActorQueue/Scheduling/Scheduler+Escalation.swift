@@ -29,7 +29,11 @@ extension Scheduler {
       bulk.escalations.append(BulkWork.Escalation(priority: priority, work: work))
       markBulk()
     }
-    if needsArbitration || firstTouched >= 0 || hasBulk || sliceWork > 0 { settle(now: now, &effects) }
+    if needsArbitration || firstTouched >= 0 || hasBulk {
+      settle(now: now, &effects)
+    } else {
+      endSlice(&effects)  // the units counted: the next event's slice starts from none
+    }
   }
 
   /// Raises the operations of `work` to `priority`, and what they wait for, transitively, until

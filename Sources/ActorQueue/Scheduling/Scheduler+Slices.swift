@@ -151,8 +151,8 @@ extension Scheduler {
   }
 
   /// Leaves a whole-queue walk of `kind` over `queue`'s unfinished operations to the bulk work,
-  /// stopping the queue's starts until it ends if `kind` does: done in this slice if the caller
-  /// drains the bulk work, else in the caller's next slices.
+  /// stopping the queue's starts until it ends if `kind` does: done when the event settles, as
+  /// far as its slice has room, the rest in the caller's next slices.
   mutating func addWalk(_ kind: BulkWork.Walk.Kind, in queue: Int) {
     nextWalkToken += 1
     let walk = BulkWork.Walk(
@@ -303,6 +303,14 @@ extension Scheduler {
     guard !bulk.held.contains(reference) else { return }
     queues[queue].machine.beginWalk()
     bulk.held.append(reference)
+  }
+
+  /// At the end of an event with bulk work: the slice's room is used first (a failed child's
+  /// siblings' cancel, say, ends in its event when small), then the queues are held or let go of.
+  @inline(never)  // rare: kept out of `settle`'s line
+  mutating func drainAndHoldQueues(_ effects: inout Effects) {
+    drainBulk(&effects)
+    holdOrLetGoQueues()
   }
 
   /// At the end of a slice, before starts are decided: while the call has work left, the queues

@@ -18,7 +18,7 @@ extension Scheduler {
   mutating func settle(now: () -> SchedulerInstant, _ effects: inout Effects) {
     // Deadlines of operations just added (one already past ends its operation here).
     if hasTimeWork { settleTime(now: now, &effects) }
-    if hasBulk { holdOrLetGoQueues() }
+    if hasBulk { drainAndHoldQueues(&effects) }
     repeat {
       // Submitters waiting for the space an end freed are added before anything starts.
       if hasCapacityWork { serveWaitingSubmitters(now: now, &effects) }

@@ -235,6 +235,28 @@ struct BoundedCriticalSectionTests {
     #expect(h.running.contains("c0") && h.state("before") == .ready, "the escalated head goes first")
   }
 
+  /// Found by the real-queue tester (run 9105, script 3877): a child failed by its deadline left
+  /// its siblings' cancel walk, two operations, to the clock's next slice, and arbitration waited
+  /// for it; the group's own task ended the group first, and its dependent took a permit the
+  /// model had granted in the advance.
+  @Test(
+    "A failed child's siblings are cancelled in the failure's event when they fit its slice: nothing is left for a later hold"
+  )
+  func smallSiblingCancelEndsInItsEvent() {
+    var h = harness(sliceLimit: Scheduler.defaultSliceLimit)
+    let q = h.makeQueue(limit: 1)
+    h.add("group", to: q)
+    let group = h.scheduler.createGroupQueue(
+      of: h.index("group"), name: nil, limit: 1, policy: .cancelSiblings
+    ).reference.index
+    h.add("failing", "sibling", to: group)
+    #expect(h.running.contains("failing") && h.state("sibling") == .ready)
+    h.end("failing", with: .failure(ScriptError(op: 0)))
+    #expect(h.pendingBulk.isEmpty, "the walk fits the event's slice")
+    #expect(h.state("sibling") == .cancelled)
+    #expect(h.scheduler.callsInSlices == 0 && !h.scheduler.arbitrationDeferred)
+  }
+
   @Test("A suspended queue released with 3,000 waiting ops cancels them in slices")
   func releaseInSlices() {
     var h = harness(sliceLimit: 100)

@@ -62,4 +62,36 @@ struct GroupScriptRegressionTests {
     let failure = await ValueExecutor().run(script)
     #expect(failure == nil, "\(failure.map { "\($0)" } ?? "")")
   }
+
+  /// Found by the real-queue tester (run 9105, script 3877; it hung about 1 replay in 4): at 4 s
+  /// op4, a child of group op2, failed by the group's deadline, and its siblings' cancel walk was
+  /// left to the clock's next hold of the lock, arbitration waiting for it. op2's own task ended
+  /// the group first, which made op6 (q2, added before op8) ready, and op6 took limiter l0's
+  /// permit, which the model had granted to op8 (q1) in the advance. The walk now ends in the
+  /// failure's event (`BoundedCriticalSectionTests.smallSiblingCancelEndsInItsEvent`). Replayed
+  /// 12 times, each in a child process with a watchdog, as the tester runs it.
+  @Test(
+    "A grant at a deadline's instant is decided before a group ended by that deadline makes another op ready")
+  func grantBeforeGroupEndedByDeadline() async throws {
+    let json = """
+      {"limiters":[{"capacity":1,"seconds":1,"window":false},{"capacity":1,"seconds":1,"window":false}],"queueLimits":[1,1,3],"seed":17237326028951439456, "steps": [
+        {"setLimiters":{"limiters":[0],"queue":1}},
+        {"tryAdd":{"body":{"auto":false,"checkpoints":2,"checksCancellation":true,"pauseHandlers":false,"throwing":false},"op":0,"priority":0,"queue":2}},
+        {"addAfter":{"body":{"auto":true,"checkpoints":0,"checksCancellation":false,"pauseHandlers":false,"throwing":false},"inputs":[0],"op":1,"priority":2,"queue":2}},
+        {"addGroup":{"body":{"auto":false,"checkpoints":1,"checksCancellation":false,"pauseHandlers":false,"throwing":false},"deadline":4,"limit":1,"op":2,"policy":0,"priority":4,"queue":1}},
+        {"addChild":{"body":{"auto":false,"checkpoints":2,"checksCancellation":true,"pauseHandlers":true,"throwing":false},"group":2,"op":3,"priority":0}},
+        {"addChild":{"body":{"auto":false,"capturesQueue":0,"checkpoints":0,"checksCancellation":true,"pauseHandlers":false,"throwing":false},"group":2,"op":4,"priority":1}},
+        {"addAfter":{"body":{"auto":false,"checkpoints":1,"checksCancellation":false,"pauseHandlers":false,"throwing":false},"inputs":[2,3],"op":5,"priority":0,"queue":2}},
+        {"pause":{"op":4}},
+        {"barrier":{"body":{"auto":false,"checkpoints":0,"checksCancellation":false,"pauseHandlers":false,"throwing":false},"op":6,"queue":2}},
+        {"batch":{"dependencies":[{"dependency":10,"dependent":8,"mustSucceed":false},{"dependency":8,"dependent":9,"mustSucceed":true}],"ops":[{"body":{"auto":false,"checkpoints":1,"checksCancellation":true,"pauseHandlers":false,"throwing":false},"op":8,"priority":2},{"body":{"auto":true,"checkpoints":0,"checksCancellation":false,"pauseHandlers":false,"throwing":true},"op":9,"priority":4},{"body":{"auto":false,"capturesQueue":0,"checkpoints":1,"checksCancellation":false,"pauseHandlers":false,"throwing":true},"op":10,"priority":3}],"queue":1}},
+        {"setLimit":{"limit":-1,"queue":1}},
+        {"addGroup":{"body":{"auto":false,"checkpoints":0,"checksCancellation":true,"pauseHandlers":false,"throwing":true},"limit":-1,"op":12,"policy":2,"priority":3,"queue":1}},
+        {"setLimiters":{"limiters":[0,1],"queue":2}}
+      ]}
+      """
+    let script = try JSONDecoder().decode(Script.self, from: Data(json.utf8))
+    let outcome = await ReliabilityRandomScriptTests.runInChild(Array(repeating: script, count: 12))
+    #expect(outcome.status == .exitCode(ChildExit.passed), "\(outcome.log)")
+  }
 }

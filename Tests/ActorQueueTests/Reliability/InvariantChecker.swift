@@ -86,6 +86,17 @@ final class InvariantChecker: Sendable {
 
   var snapshot: Snapshot { state.withLock { $0.snapshot } }
 
+  /// The last `count` events seen, one line each, ops named by their script numbers.
+  func recentEvents(_ count: Int) -> [String] {
+    state.withLock { state in
+      let names = Dictionary(state.ids.map { ($0.value, $0.key) }, uniquingKeysWith: { first, _ in first })
+      return state.events.suffix(count).map { item in
+        let op = item.event.operationID.flatMap { names[$0] }.map { "op\($0) " } ?? ""
+        return "\(item.queue == Self.fence ? "fence" : "q\(item.queue)") \(op)\(item.event)"
+      }
+    }
+  }
+
   /// Suspends until `condition` holds for the events seen so far (no timeout: a child watchdog
   /// turns a wait that never ends into a failure).
   func wait(until condition: @escaping @Sendable (Snapshot) -> Bool) async {

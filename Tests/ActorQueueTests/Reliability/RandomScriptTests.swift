@@ -19,7 +19,8 @@ import Testing
 ///   state beside the model's.
 ///
 /// Scripts run in a child process (a Swift Testing exit test) with a watchdog, so a trap or a
-/// deadlock in the code under test is a reported failure with its seed, not a dead test run. A
+/// deadlock in the code under test is a reported failure with its seed, not a dead test run (a
+/// watchdog's report says what the run waited for, and the last events before it). A
 /// failing script is shrunk by delta debugging (each candidate in its own child process) and
 /// printed step by step.
 @Suite("Reliability: model-based random scripts")
@@ -131,7 +132,11 @@ struct ReliabilityRandomScriptTests {
     let stop = lines.last { line in
       ["Fatal error", "Precondition failed", "Assertion failed", "WATCHDOG"].contains { line.contains($0) }
     }
-    if let stop { return String(stop) }
+    if let stop {
+      // A watchdog's diagnosis follows its line.
+      let after = lines.drop { $0 != stop }.dropFirst().prefix { $0.hasPrefix("  | ") }
+      return ([stop] + after).joined(separator: "\n")
+    }
     let afterLastRun = lines.reversed().prefix { !$0.hasPrefix("RUN ") }.reversed()
     return afterLastRun.suffix(6).joined(separator: "\n")
   }

@@ -291,6 +291,8 @@ private final class RealRun {
   let checkFreeingAtEnd: Bool
   var model: ReferenceModel
   let checker = InvariantChecker()
+  /// What the run waits for now (the watchdog tells it, with the last events).
+  let waitingFor = LockedValue("its first step")
   let fence = ActorQueue(name: "fence")
   /// The script's clock, every queue's.
   let clock = ManualClock()
@@ -339,6 +341,11 @@ private final class RealRun {
     let queueClock = clock.queueClock
     limiters = (script.limiters ?? []).map { $0.limiter(clock: queueClock) }
     checker.attach(fence.events, queue: InvariantChecker.fence)
+    watchdogDiagnosis.withLock {
+      $0 = { [checker, waitingFor] in
+        ["waiting for \(waitingFor.withLock { $0 }); the last events:"] + checker.recentEvents(40)
+      }
+    }
     for (index, limit) in script.queueLimits.enumerated() {
       // Odd-numbered queues run their bodies on a dispatch queue of their own.
       let executor = index % 2 == 1 ? DispatchQueueExecutor(Self.dispatchQueue(index)) : nil
@@ -1042,6 +1049,7 @@ private final class RealRun {
       if let problem = await settleSubmitters() { return problem }
       // A call done in slices (an end that releases many dependents, on a worker's thread) may
       // interleave with this thread's reads: the model's outcome holds once it returned.
+      waitingFor.withLock { $0 = "calls in slices to return (step \(step))" }
       guard
         await eventuallyFreed({ Engine.read { $0.callsInSlices } == 0 })
       else { return "a call done in slices did not return" }
@@ -1069,6 +1077,7 @@ private final class RealRun {
       let checkpoint = move.reachesCheckpoint
       let retriesBefore = checker.snapshot.retries[id, default: 0]
       for _ in 0..<move.permits { permits.give() }
+      waitingFor.withLock { $0 = "op\(move.op)'s body to move: \(move.result) (step \(step))" }
       await checker.wait { snapshot in
         snapshot.latest[id]?.isTerminal == true || permits.passed > before
           || (checkpoint && snapshot.latest[id] == .paused)
@@ -1229,6 +1238,7 @@ private final class RealRun {
         if !refuses { return "group op\(op) does not cancel its children, as the model does" }
       }
       if model.state(of: op)?.isTerminal == true, let id = ids[op] {
+        waitingFor.withLock { $0 = "group op\(op) to end, as the model has it" }
         await checker.wait { $0.latest[id]?.isTerminal == true }
       }
     }
@@ -1241,10 +1251,14 @@ private final class RealRun {
 
   private func waitForExecuting() async -> String? {
     var expected: [Int: Set<OperationID>] = [:]
+    var named = ""
     for queue in model.queues.indices {
-      expected[queue] = Set(model.executing(in: queue).compactMap { ids[$0] })
+      let ops = model.executing(in: queue)
+      expected[queue] = Set(ops.compactMap { ids[$0] })
+      if !ops.isEmpty { named += " q\(queue) [\(ops.sorted().map { "op\($0)" }.joined(separator: ", "))]" }
     }
     let want = expected
+    waitingFor.withLock { $0 = "the queues to execute what the model does:\(named)" }
     await checker.wait { snapshot in
       want.allSatisfy { queue, ids in
         let real = snapshot.executing(in: queue)

@@ -1,3 +1,4 @@
+import ActorQueue
 import Foundation
 import Testing
 
@@ -36,6 +37,11 @@ func childLog(_ message: String) {
   }
 }
 
+/// What the child was waiting for when its watchdog fired, and what led there: lines the
+/// watchdog logs after its own. Called on the watchdog's thread, so it must not take the
+/// scheduler's lock (a deadlock may hold it).
+let watchdogDiagnosis = LockedValue<(@Sendable () -> [String])?>(nil)
+
 /// A watchdog inside a child process: a plain thread (not a task, so a stopped cooperative pool or
 /// a held scheduler lock cannot stop it) that exits with ``ChildExit/hung`` when
 /// ``reliabilityHeartbeat`` has not moved for `stallSeconds`, so a deadlock shows as a failure
@@ -54,7 +60,10 @@ func startWatchdog(stallSeconds: Double, _ what: String) {
       }
       still += 0.1
       if still >= stallSeconds {
-        childLog("WATCHDOG: \(what) made no progress for \(stallSeconds) s (deadlock or lost wake-up)")
+        let detail = watchdogDiagnosis.withLock { $0 }?() ?? []
+        childLog(
+          (["WATCHDOG: \(what) made no progress for \(stallSeconds) s (deadlock or lost wake-up)"]
+            + detail.map { "  | \($0)" }).joined(separator: "\n"))
         _exit(ChildExit.hung)
       }
     }

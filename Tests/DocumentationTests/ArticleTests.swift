@@ -332,20 +332,21 @@ struct ArticleTests {
 
     // snippet: docc-exclusive
     let network = ActorQueue(name: "network", maxConcurrentOperationCount: 4)
-    let maintenance = ActorQueue(name: "maintenance")
+    let maintenance = ActorQueue(name: "maintenance", maxConcurrentOperationCount: 1)
     let storage = ExclusivityDomain(name: "storage")  // keys shared by both queues
 
     let sync = network.addOperation(name: "sync", traits: [.exclusive("database", in: storage)]) {
       try await syncDatabase()  // the sync itself
     }
+    _ = await sync.events.first { $0 == .executing }  // sync takes the key when it starts
     let vacuum = maintenance.addOperation(name: "vacuum", traits: [.exclusive("database", in: storage)]) {
       print("vacuum starts after sync:", sync.isFinished)
     }
-    let thumbnail = maintenance.addOperation(name: "thumbnail") {}  // no key: runs at once
+    let thumbnail = maintenance.addOperation(name: "thumbnail") {}  // no key
+    _ = await thumbnail.result  // ran while vacuum waited: a waiter holds no slot
 
     for report in maintenance.waitReport() { print(report) }  // what vacuum waits for, and who holds it
     try await vacuum.value
-    _ = await thumbnail.result
     // end snippet
 
     try expectOutput(transcript, "docc-exclusive")

@@ -455,9 +455,11 @@ struct MigrationTests {
     let schema = maintenance.addOperation(name: "schema", traits: [.exclusive("migration", in: database)]) {
       try await migrate("schema")
     }
+    _ = await schema.events.first { $0 == .executing }  // the key is taken at the start, not the add
     let backfill = network.addOperation(name: "backfill", traits: [.exclusive("migration", in: database)]) {
       try await migrate("backfill")  // runs only once schema has ended
     }
+    _ = await backfill.events.first { $0 == .pending }  // parked on the key, holding no slot
     print(network.waitReport().map(\.description))
     try await schema.value
     try await backfill.value

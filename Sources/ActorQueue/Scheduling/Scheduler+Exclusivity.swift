@@ -393,7 +393,9 @@ extension Scheduler {
   @inline(__always)
   mutating func enqueueParkedIfBlocked(_ handle: Handle, into queue: Int) -> Bool {
     let index = handle.recordIndex
-    guard exclusiveStates[index].more < 0, decidesAlone(queue), !hasBulk,
+    // A group's child whose keys are all its group's took none: it has no key state to read.
+    guard operations[index].timeMarks.contains(.exclusive), exclusiveStates[index].more < 0,
+      decidesAlone(queue), !hasBulk,
       queues[queue].machine.readyCount == 0, queues[queue].machine.hasRoom,
       !queues[queue].isGroup, queues[queue].barriers.isEmpty, queues[queue].subscribers.isEmpty,
       !queues[queue].hasExcessRequests, operations[index].startsAlone, !operations[index].isTagged

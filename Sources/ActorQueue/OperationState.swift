@@ -14,8 +14,8 @@ public enum OperationState: Sendable, Hashable {
   case pending
   /// May start as soon as its queue has a free slot and is not suspended.
   case ready
-  /// Its body is running and holds one of the queue's slots. One exception, from the
-  /// OperationAdapter: a legacy `Operation` cancelled while it waited is started without a slot
+  /// It holds one of the queue's slots (and its keys, if it takes any): its conditions are being
+  /// evaluated, or its body is running. One exception, from the OperationAdapter: a legacy `Operation` cancelled while it waited is started without a slot
   /// so that it can finish (Foundation's rule), and is `.executing` until it has.
   case executing
   /// Started, then paused; holds no slot.

@@ -20,10 +20,7 @@ extension Scheduler {
   mutating func timedStart(_ index: Int, _ body: OperationBody, on worker: Worker) -> WorkerAction {
     let slot = Int(operations[index].timeSlot)
     let id = operations[index].id
-    guard !timeStates[slot].traits.conditions.isEmpty else {
-      bodyStarts(index, body, on: worker)
-      return .run(operation: index, id: id, body: body)
-    }
+    guard !timeStates[slot].traits.conditions.isEmpty else { return bodyStarts(index, body, on: worker) }
     timeStates[slot].deferredBy = nil
     operations[index].body = body
     // Its queue let go of it (held by `pause()` once its queue was released): its handle is the
@@ -32,11 +29,28 @@ extension Scheduler {
     return .evaluate(operation: index, id: id, conditions: timeStates[slot].traits.conditions, handle: handle)
   }
 
-  /// The body of `index`, with a time state, starts on `worker`: its execution timeout is noted
-  /// (armed when the event settles) and its attempt counted. A condition's evaluation is neither.
-  private mutating func bodyStarts(_ index: Int, _ body: OperationBody, on worker: Worker) {
-    noteTimedStart(index)
+  /// The body of `index`, with a time state, is handed to `worker`: its attempt is counted, and
+  /// an execution timeout is armed when the worker reports the body's first line
+  /// (``WorkerAction/runTimed(operation:id:body:)``). A condition's evaluation is neither.
+  private mutating func bodyStarts(_ index: Int, _ body: OperationBody, on worker: Worker) -> WorkerAction {
+    let slot = Int(operations[index].timeSlot)
     if operations[index].retrySlot >= 0 { startAttempt(index, body, on: worker) }
+    let id = operations[index].id
+    guard timeStates[slot].traits.timeout != nil else { return .run(operation: index, id: id, body: body) }
+    return .runTimed(operation: index, id: id, body: body)
+  }
+
+  /// The body of `index`, handed to `worker` with an execution timeout, runs its first line now:
+  /// the timeout is armed from this instant (when the event settles). Not if a limit already
+  /// passed for it: its task is cancelled and it ends with that limit's error.
+  mutating func bodyStarting(
+    _ index: Int, id: OperationID, worker: Worker, now: () -> SchedulerInstant, _ effects: inout Effects
+  ) {
+    guard operations[index].id == id, case .executing(.worker(let runner)) = operations[index].phase,
+      runner === worker, !operations[index].timeMarks.contains(.timedOut)
+    else { return }
+    noteTimedStart(index)
+    settle(now: now, &effects)
   }
 
   /// `worker` evaluated the conditions of `index` (`answer`: the first that was not satisfied,
@@ -55,7 +69,10 @@ extension Scheduler {
       preconditionFailure(
         "Internal inconsistency: a worker evaluated conditions of an operation it did not run")
     }
-    if operations[index].cancelRequested || operations[index].timeMarks.contains(.timedOut) {
+    let stopped = operations[index].cancelRequested || operations[index].timeMarks.contains(.timedOut)
+    // No body starts: `attemptCount` counts body starts, not claims.
+    if stopped || answer != nil { operations[index].startOrder = 0 }
+    if stopped {
       return endAttempt(
         index, worker: worker, queue: queue, outcome: .cancelled, yieldAfter: false, now: now, &effects)
     }
@@ -65,9 +82,9 @@ extension Scheduler {
       guard let body else {
         preconditionFailure("Internal inconsistency: \(id) lost its body while its conditions were evaluated")
       }
-      bodyStarts(index, body, on: worker)
+      let action = bodyStarts(index, body, on: worker)
       settle(now: now, &effects)
-      return .run(operation: index, id: id, body: body)
+      return action
     }
     let outcome: OutcomeBox
     switch answer.result.kind {
@@ -126,8 +143,32 @@ extension Scheduler {
     }
     for dependency in timeStates[slot].produced {
       link(dependency, to: index, part: .explicit(requiresSuccess: false), &effects)
+      if let position = operations[index].dependencies.lastIndex(where: { $0.index == dependency.recordIndex }
+      ) {
+        operations[index].dependencies[position].isProduced = true
+      }
     }
     return nil
+  }
+
+  /// `index` ended without running: the unfinished dependencies its conditions produced, which
+  /// no other unfinished operation depends on and no task awaits, are cancelled (their reason is
+  /// gone: a login for a sync that will not run). O(its dependencies and theirs).
+  @inline(never)
+  mutating func cancelOrphanedProduced(of index: Int, _ effects: inout Effects) {
+    var orphaned: [Int] = []
+    for edge in operations[index].dependencies where edge.isProduced {
+      let produced = edge.index
+      guard let handle = edge.handle, handle.recordIndex == produced, !operations[produced].phase.hasEnded,
+        operations[produced].waiters.isEmpty
+      else { continue }
+      let waitedFor = operations[produced].dependents.contains { entry in
+        entry.index != index && operations[entry.index].id == entry.id
+          && !operations[entry.index].phase.hasEnded
+      }
+      if !waitedFor { orphaned.append(produced) }
+    }
+    for produced in orphaned where !operations[produced].phase.hasEnded { cancelOne(produced, &effects) }
   }
 
   /// Adds to `queue` the produced dependencies of `index`, just added there, that are in no

@@ -384,6 +384,9 @@ extension Engine {
         // Every 4,096 operations in a row, give the thread away once: a queue of short
         // operations must not monopolise a thread of the cooperative pool.
         action = operationEnded(operation, worker: worker, outcome: outcome, yieldAfter: streak % 4096 == 0)
+      case .runTimed(let operation, let id, let body):
+        bodyStarting(operation, worker: worker, id: id)
+        action = .run(operation: operation, id: id, body: body)
       case .evaluate(let operation, let id, let conditions, let handle):
         action = await evaluate(conditions, of: operation, id: id, handle: handle, on: worker)
       case .decideRetry(let pending):
@@ -429,6 +432,11 @@ extension Engine {
         operation, worker: worker, queue: worker.queue, outcome: outcome, yieldAfter: yieldAfter, now: now,
         &$1)
     }
+  }
+
+  @inline(never)
+  private static func bodyStarting(_ operation: Int, worker: Worker, id: OperationID) {
+    run { $0.bodyStarting(operation, id: id, worker: worker, now: now, &$1) }
   }
 
   /// Evaluates an operation's conditions on its worker's task (`ActorQueue.current` is its

@@ -149,14 +149,16 @@ extension Scheduler {
     operations[index].retrySlot = -1
   }
 
-  /// Attempts started by `index` (0 before its first start; 1 once started, without a retry).
+  /// Bodies started by `index` (0 before its first; 1 once started, without a retry). A claim
+  /// whose conditions ended or deferred the operation started no body (its `startOrder` is 0).
   func attemptCount(of index: Int) -> Int {
     let slot = Int(operations[index].retrySlot)
     if slot >= 0 { return Int(retryStates[slot].attempt) }
     if operations[index].leader >= 0 {
       return operations[index].phase.hasEnded ? 0 : attemptCount(of: operations[index].leader)
     }
-    return operations[index].startOrder > 0 ? 1 : 0
+    // A claimed body still in its record waits for its conditions' answer.
+    return operations[index].startOrder > 0 && operations[index].body == nil ? 1 : 0
   }
 
   /// The instant of `index`'s armed backoff, if it waits one out (for tests: O(timers)).

@@ -2,6 +2,10 @@
 enum WorkerAction: Sendable {
   /// Run this operation's body, then report ``Scheduler/operationEnded(_:worker:queue:outcome:yieldAfter:now:)``.
   case run(operation: Int, id: OperationID, body: OperationBody)
+  /// ``run(operation:id:body:)`` for a body with an execution timeout: report
+  /// ``Scheduler/bodyStarting(_:id:worker:now:_:)`` first, so that the timeout counts from the
+  /// body's first line, not from the slot's grant.
+  case runTimed(operation: Int, id: OperationID, body: OperationBody)
   /// Start the work of an externally completed operation (it keeps its slot until the work
   /// reports its end), then claim the next (``Scheduler/claimNext(_:queue:now:)``).
   case start(operation: Int, id: OperationID, work: any ExternalWork)

@@ -22,6 +22,9 @@ struct DependencyEdge: Sendable {
   var isInput = false
   /// The queue's barrier ordering: cannot be removed with `removeDependency`.
   var isBarrier = false
+  /// Produced by one of the dependent's conditions: cancelled if the dependent ends without
+  /// running while nothing else waits for it.
+  var isProduced = false
 
   /// The dependent ends (fails, or is cancelled) unless the dependency finishes.
   var requiresSuccess: Bool { isInput || (isExplicit && explicitRequiresSuccess) }

@@ -205,6 +205,10 @@ extension Scheduler {
     // Dependents: each counts this dependency as ended.
     if !operations[index].dependents.isEmpty { releaseDependents(of: index, terminal, into: &work, &effects) }
 
+    // What its conditions produced for it goes with it, when it never ran.
+    if error != nil, !operations[index].dependencies.isEmpty {
+      cancelOrphanedProduced(of: index, &effects)
+    }
     // An ended operation no longer owns its dependencies (no retain cycle can form through it);
     // it lists those still alive.
     if !operations[index].dependencies.isEmpty { weakenDependencies(of: index, &effects) }

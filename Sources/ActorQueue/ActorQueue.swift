@@ -425,8 +425,13 @@ public actor ActorQueue {
   /// Suspends until the queue has no unfinished operation, including operations added while
   /// waiting. No thread blocks; cancelling the waiting task does not end the wait.
   public nonisolated func waitUntilAllOperationsAreFinished() async {
+    let task = currentTaskAddress()
     await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-      let waits = Engine.mutate { $0.addAllFinishedWaiter(continuation, to: index) }
+      let waits = Engine.mutate { [index] scheduler in
+        let waits = scheduler.addAllFinishedWaiter(continuation, to: index)
+        if waits { scheduler.noteAwait(.queue(index), fromTask: task) }
+        return waits
+      }
       if !waits { continuation.resume() }
     }
   }

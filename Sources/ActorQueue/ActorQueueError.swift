@@ -28,6 +28,7 @@ public struct ActorQueueError: Error, Equatable, Sendable, CustomStringConvertib
     case alreadyStarted
     case joinedSharedWork
     case groupEnded
+    case awaitsItself
   }
 
   private let code: Code
@@ -42,7 +43,11 @@ public struct ActorQueueError: Error, Equatable, Sendable, CustomStringConvertib
   /// of one. The members may be in several queues, and may include barriers and coalesced work
   /// that no caller holds a handle to (``CycleMember/isSharedWork``).
   ///
-  /// Empty for every other code, and for the static ``dependencyCycle`` you match against.
+  /// For ``awaitsItself``, thrown by a refused wait: the operation whose body (or condition) made
+  /// the wait, then what it awaited when that is another operation (its group, or the handle of
+  /// its own shared work).
+  ///
+  /// Empty for every other code, and for the static values you match against.
   public let cycle: [CycleMember]
 
   private init(_ code: Code, cycle: [CycleMember] = []) {
@@ -68,10 +73,23 @@ public struct ActorQueueError: Error, Equatable, Sendable, CustomStringConvertib
     ActorQueueError(.dependencyCycle, cycle: cycle)
   }
 
+  /// A body or a condition awaited its own operation (``QueueOperation/value``,
+  /// ``QueueOperation/result``, ``QueueOperation/cancellableValue``), a coalesced handle of its
+  /// own shared work, or, as a group's child, its own group: a wait nothing could end. Thrown at
+  /// once instead of hanging (`result` returns it as its failure); the non-throwing
+  /// `waitUntilFinished()` and `waitUntilFinished(timeout:)` stop the program with this message.
+  /// Foundation hangs the thread instead. Detected for the body's own task, not for a child task
+  /// or an unstructured task it created.
+  public static let awaitsItself = ActorQueueError(.awaitsItself)
+  /// An ``awaitsItself`` that names the operations.
+  static func awaitsItself(_ members: [CycleMember]) -> ActorQueueError {
+    ActorQueueError(.awaitsItself, cycle: members)
+  }
   /// An operation was added to a queue (this one or another) a second time, or twice in one call.
   public static let alreadyEnqueued = ActorQueueError(.alreadyEnqueued)
 
-  /// A dependency was added to an operation that has already started (or ended).
+  /// A dependency was added to an operation that has already started or ended (also one that
+  /// ended without starting: cancelled, or an input it required failed).
   public static let alreadyStarted = ActorQueueError(.alreadyStarted)
 
   /// A dependency was added to a handle that joined coalesced work
@@ -101,14 +119,22 @@ public struct ActorQueueError: Error, Equatable, Sendable, CustomStringConvertib
       "ActorQueueError.alreadyEnqueued: an operation runs at most once and belongs to one queue; "
         + "nothing was enqueued. Create a new operation for each run."
     case .alreadyStarted:
-      "ActorQueueError.alreadyStarted: dependencies can only be added before an operation starts; "
-        + "nothing was changed. Add dependencies before adding the operation to a queue, or while "
+      "ActorQueueError.alreadyStarted: dependencies can only be added before an operation starts or "
+        + "ends; nothing was changed. Add dependencies before adding the operation to a queue, or while "
         + "the queue is suspended."
     case .joinedSharedWork:
       "ActorQueueError.joinedSharedWork: this handle joined work shared by every caller of its "
         + "coalescing key, which no single caller's dependency may hold back; nothing was changed. "
         + "Make the shared work wait inside its body, or add the dependency to an operation that "
         + "runs after this one."
+    case .awaitsItself where cycle.isEmpty:
+      "ActorQueueError.awaitsItself: a body or condition awaited its own operation, which cannot end before "
+        + "the wait does. Return the value instead, or await the work from outside the operation."
+    case .awaitsItself:
+      "ActorQueueError.awaitsItself: the body or condition of \(cycle[0]) awaited "
+        + (cycle.count == 1 ? "its own operation" : "\(cycle[cycle.count - 1])")
+        + ", which cannot end before the wait does. Return the value instead, or await the work from outside "
+        + "the operation (a group's child: let the group's caller await the group)."
     case .groupEnded:
       "ActorQueueError.groupEnded: this operation group has ended (its last child had ended), so it takes no "
         + "child; nothing ran. Add children from the group's build closure or from a child that is still "

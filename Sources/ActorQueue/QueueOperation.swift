@@ -202,26 +202,45 @@ public class AnyQueueOperation: Hashable, @unchecked Sendable, CustomStringConve
   /// The wait escalates: the operation and every unfinished operation it waits for, on any
   /// queue, run at least at the waiting task's priority (see ``effectiveTaskPriority``), and
   /// again if the waiting task is escalated while it waits (Apple's platforms 26 and later; Linux).
+  ///
+  /// Called from the operation's own body or condition (or, in a group's child, on its group), it
+  /// stops the program with ``ActorQueueError/awaitsItself``'s message: nothing could end the wait.
   public func waitUntilFinished() async {
+    if let refused = await waitForEnd() { fatalError("ActorQueue: \(refused)") }
+  }
+
+  /// Waits for the end, escalating; returns instead, at once, the error of a wait that nothing
+  /// could end (``ActorQueueError/awaitsItself``).
+  func waitForEnd() async -> ActorQueueError? {
     let priority = Task.currentPriority.rawValue
     if #available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *) {
-      await withTaskPriorityEscalationHandler {
+      return await withTaskPriorityEscalationHandler {
         await waitForEnd(escalatingTo: priority)
       } onPriorityEscalated: { [recordIndex] _, raised in
         Engine.run { $0.escalate(recordIndex, to: raised.rawValue, now: Engine.now, &$1) }
       }
     } else {
-      await waitForEnd(escalatingTo: priority)
+      return await waitForEnd(escalatingTo: priority)
     }
   }
 
-  private func waitForEnd(escalatingTo priority: UInt8) async {
+  private func waitForEnd(escalatingTo priority: UInt8) async -> ActorQueueError? {
+    let task = currentTaskAddress()
+    var refused: ActorQueueError?
     await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-      let waits = Engine.run {
-        $0.addWaiter(continuation, to: recordIndex, escalatingTo: priority, now: Engine.now, &$1)
+      let waits = Engine.run { scheduler, effects in
+        if let error = scheduler.selfWait(for: recordIndex, fromTask: task) {
+          refused = error
+          return false
+        }
+        let waits = scheduler.addWaiter(
+          continuation, to: recordIndex, escalatingTo: priority, now: Engine.now, &effects)
+        if waits { scheduler.noteAwait(.operation(index: recordIndex, id: id, timed: false), fromTask: task) }
+        return waits
       }
       if !waits { continuation.resume() }
     }
+    return refused
   }
 
   /// The operation's states, for one subscriber: the current state first, then each later
@@ -326,16 +345,20 @@ public final class QueueOperation<Success: Sendable>: AnyQueueOperation, @unchec
   ///
   /// - Throws: `CancellationError` if the operation was cancelled (also when its body threw
   ///   after cancellation was requested: see ``AnyQueueOperation/thrownError``); the body's
-  ///   error if it failed. Like `Task.value`, cancelling the waiting task does not end the wait.
+  ///   error if it failed; ``ActorQueueError/awaitsItself`` at once if awaited from its own body
+  ///   or condition (or a group's child awaiting its group). Like `Task.value`, cancelling the
+  ///   waiting task does not end the wait.
   public var value: Success {
     get async throws { try await result.get() }
   }
 
   /// The outcome, once the operation has ended: the value, or the error (`CancellationError`
-  /// when cancelled). Cancelling the waiting task does not end the wait.
+  /// when cancelled). Cancelling the waiting task does not end the wait. Awaited from its own
+  /// body or condition (or a group's child awaiting its group), it is at once
+  /// ``ActorQueueError/awaitsItself``: nothing could end that wait.
   public var result: Result<Success, any Error> {
     get async {
-      await waitUntilFinished()
+      if let refused = await waitForEnd() { return .failure(refused) }
       let outcome = Engine.read { $0.outcome(of: recordIndex) }
       guard let outcome else { preconditionFailure("Internal inconsistency: ended without an outcome") }
       return Self.typed(outcome.value)

@@ -5,7 +5,10 @@ extension ManualClock {
   /// Returns once nothing more can happen on this clock's queues without the clock advancing or
   /// a gate opening: no queue may start an operation (none is ready with a free slot in a queue
   /// that is not suspended, no worker is starting, and no start waits for a decision deferred
-  /// by a long call in slices), and every executing body waits at a ``TestGate``. A body that
+  /// by a long call in slices), and every executing body waits at a ``TestGate``, sleeps on this
+  /// clock, or awaits (on its own task) what cannot move either: an operation's `value`,
+  /// `result` or `waitUntilFinished()` (a timed one on a manual clock always counts), or a
+  /// queue's `waitUntilAllOperationsAreFinished()`, as a group does for its children. A body that
   /// waits for anything else (a network call, a sleep on another clock) keeps it from
   /// returning: once it has moved for `timeout` of real time with nothing starting meanwhile, it
   /// records an issue naming the operations still moving, at the caller's source location, and
@@ -26,8 +29,8 @@ extension ManualClock {
     var stillFor = 0
     var movingSince = started
     while true {
-      let state = queueClock.quiescence
-      let moving = state.executing.filter { !Parking.isParked($0.id) }
+      let state = queueClock.quiescence(parked: Parking.all)
+      let moving = state.moving
       if moving.isEmpty && !state.mayStart {
         // Still twice in a row, a yield apart: a body's end that is being reported shows first.
         stillFor += 1

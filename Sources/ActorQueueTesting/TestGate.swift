@@ -76,4 +76,7 @@ enum Parking {
   }
 
   static func isParked(_ operation: OperationID) -> Bool { parked.withLock { $0[operation] != nil } }
+
+  /// Every parked operation now.
+  static var all: Set<OperationID> { parked.withLock { Set($0.keys) } }
 }

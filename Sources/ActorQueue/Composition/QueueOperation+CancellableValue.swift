@@ -13,13 +13,18 @@ extension QueueOperation {
   /// .task { image = try? await thumbnail.cancellableValue }  // the view went away: cancelled
   /// ```
   ///
-  /// - Throws: as ``value``; and `CancellationError` at once when the awaiting task is cancelled.
+  /// - Throws: as ``value`` (also ``ActorQueueError/awaitsItself`` from its own body); and
+  ///   `CancellationError` at once when the awaiting task is cancelled.
   ///
   /// Cost: a completion handler and a small box per wait, kept until the operation ends; an
   /// entry in a process-wide table (behind a lock of its own) while tasks wait this way.
   public var cancellableValue: Success {
     get async throws {
       if outcome != nil { return try await value }  // ended: at once
+      let task = currentTaskAddress()
+      if let refused = Engine.read({ [recordIndex] in $0.selfWait(for: recordIndex, fromTask: task) }) {
+        throw refused
+      }
       let wait = CancellableWait<Success>()
       CancellableWaits.join(id)
       return try await withTaskCancellationHandler {

@@ -249,12 +249,7 @@ extension Scheduler {
   /// The error of a refused edge that would close `cycle` (record indices, as
   /// ``cycle(closedBy:_:)`` returns them): the operations' identifiers and names.
   func cycleError(_ cycle: [Int]) -> ActorQueueError {
-    .dependencyCycle(
-      cycle.map { index in
-        ActorQueueError.CycleMember(
-          id: operations[index].id, name: operations[index].name,
-          isSharedWork: operations[index].extrasBox != nil && operations[index].extras?.coalescing != nil)
-      })
+    .dependencyCycle(cycle.map(cycleMember))
   }
 
   /// Whether something unfinished may wait for `index`: a dependent, or a caller's handle to it

@@ -176,6 +176,8 @@ struct Scheduler: Sendable {
   /// The system clock's timers; each manual clock's, and its instant, by `QueueClock.id`.
   var systemTimers = TimerQueue()
   var manualClocks: [UInt64: ClockTimers] = [:]
+  /// What running bodies await, while a manual clock exists (`Waiting/AwaitRegistry.swift`).
+  var awaits = AwaitRegistry()
   /// The time state of operations with a timeout, early traits or a timed waiter, by their
   /// record's `timeSlot`; the free slots.
   var timeStates: [OperationTime] = []

@@ -168,15 +168,28 @@ extension AnyQueueOperation {
   ///
   /// Like ``waitUntilFinished()``, cancelling the waiting task does not end the wait. Cost: one
   /// timer, at most O(log n) in the timers armed. Foundation has no such wait (its `waitUntilFinished()`
-  /// blocks a thread for as long as it takes).
+  /// blocks a thread for as long as it takes). Called from the operation's own body or
+  /// condition (or a group's child on its group), it stops the program with
+  /// ``ActorQueueError/awaitsItself``'s message.
   public func waitUntilFinished(timeout: Duration) async -> Bool {
     guard timeout > .zero else { return isFinished }
-    return await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-      let waits = Engine.run {
-        $0.addTimedWaiter(continuation, to: recordIndex, timeout: timeout, now: Engine.now, &$1)
+    let task = currentTaskAddress()
+    var refused: ActorQueueError?
+    let ended = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+      let waits = Engine.run { scheduler, effects in
+        if let error = scheduler.selfWait(for: recordIndex, fromTask: task) {
+          refused = error
+          return false
+        }
+        let waits = scheduler.addTimedWaiter(
+          continuation, to: recordIndex, timeout: timeout, now: Engine.now, &effects)
+        if waits { scheduler.noteAwait(.operation(index: recordIndex, id: id, timed: true), fromTask: task) }
+        return waits
       }
       if !waits { continuation.resume(returning: true) }
     }
+    if let refused { fatalError("ActorQueue: \(refused)") }
+    return ended
   }
 }
 

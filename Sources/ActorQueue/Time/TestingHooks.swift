@@ -33,8 +33,9 @@ package final class KeyRecording: Sendable {
 /// What may still happen on the queues of one clock without the clock advancing.
 package struct ClockQuiescence: Sendable {
   /// Operations executing (holding a slot, or their external work running) on a task that has
-  /// run, by identifier and name, in no particular order.
-  package var executing: [(id: OperationID, name: String?)] = []
+  /// run, by identifier and name, in no particular order, that may move by themselves: not
+  /// parked (`parked`), and not awaiting only what cannot move (``Scheduler/awaitsSomethingStill(_:isStill:visiting:)``).
+  package var moving: [(id: OperationID, name: String?)] = []
   /// Some queue on the clock has a ready operation it may start now, a worker starting, an
   /// operation claimed by a worker task the pool has not run yet, or an arbitration owed.
   package var mayStart = false
@@ -69,14 +70,19 @@ extension ActorQueue {
 }
 
 extension QueueClock {
-  /// What may still happen on this clock's queues without it advancing.
-  package var quiescence: ClockQuiescence { Engine.read { $0.quiescence(ofClock: id) } }
+  /// What may still happen on this clock's queues without it advancing, given the operations
+  /// whose bodies are `parked` (at a test gate, or asleep on a manual clock).
+  package func quiescence(parked: Set<OperationID>) -> ClockQuiescence {
+    Engine.read { $0.quiescence(ofClock: id, parked: parked) }
+  }
 }
 
 extension Scheduler {
-  /// See ``ClockQuiescence``. O(operations of the clock's queues).
-  func quiescence(ofClock clock: UInt64) -> ClockQuiescence {
+  /// See ``ClockQuiescence``. O(operations of the clock's queues), and what they await.
+  func quiescence(ofClock clock: UInt64, parked: Set<OperationID> = []) -> ClockQuiescence {
     var result = ClockQuiescence()
+    let isStill = { (index: Int) in parked.contains(self.operations[index].id) }
+    var visiting = Set<Int>()
     for queue in queues.indices where queues[queue].isLive && queues[queue].clock == clock {
       let machine = queues[queue].machine
       // An arbitration owed and deferred (a call in slices) may yet start a parked operation.
@@ -89,10 +95,10 @@ extension Scheduler {
       while index >= 0 {
         if case .executing = operations[index].phase {
           // Claimed by a worker whose task the pool has not run: it waits to start, as a start does.
-          if operations[index].worker?.hasBegun ?? true {
-            result.executing.append((operations[index].id, operations[index].name))
-          } else {
+          if !(operations[index].worker?.hasBegun ?? true) {
             result.mayStart = true
+          } else if !isStill(index) && !awaitsSomethingStill(index, isStill: isStill, visiting: &visiting) {
+            result.moving.append((operations[index].id, operations[index].name))
           }
         }
         index = operations[index].nextInQueue

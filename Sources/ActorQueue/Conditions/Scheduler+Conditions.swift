@@ -152,15 +152,14 @@ extension Scheduler {
   }
 
   /// `index` ended without running: the unfinished dependencies its conditions produced, which
-  /// no other unfinished operation depends on and no task awaits, are cancelled (their reason is
-  /// gone: a login for a sync that will not run). O(its dependencies and theirs).
+  /// no other unfinished operation depends on, are cancelled (their reason is gone: a login for
+  /// a sync that will not run). O(its dependencies and theirs).
   @inline(never)
   mutating func cancelOrphanedProduced(of index: Int, _ effects: inout Effects) {
     var orphaned: [Int] = []
     for edge in operations[index].dependencies where edge.isProduced {
       let produced = edge.index
-      guard let handle = edge.handle, handle.recordIndex == produced, !operations[produced].phase.hasEnded,
-        operations[produced].waiters.isEmpty
+      guard let handle = edge.handle, handle.recordIndex == produced, !operations[produced].phase.hasEnded
       else { continue }
       let waitedFor = operations[produced].dependents.contains { entry in
         entry.index != index && operations[entry.index].id == entry.id

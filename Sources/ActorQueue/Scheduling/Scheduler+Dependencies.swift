@@ -154,6 +154,7 @@ extension Scheduler {
     let requiredSuccess = operations[dependent].dependencies[position].requiresSuccess
     operations[dependent].dependencies[position].isExplicit = false
     operations[dependent].dependencies[position].explicitRequiresSuccess = false
+    operations[dependent].dependencies[position].isProduced = false
     let dependencyEnded = operations[dependency].phase.hasEnded
     guard operations[dependent].dependencies[position].isEmpty else {
       let requiresSuccess = operations[dependent].dependencies[position].requiresSuccess

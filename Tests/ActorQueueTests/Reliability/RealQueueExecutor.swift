@@ -47,10 +47,38 @@ func bodyRunsWhereItsQueueSays(_ seen: LockedValue<String??>) -> String? {
   }
 }
 
+/// A body's own handle, weakly (the script owns it): the body awaits its value once, which must be
+/// refused at once with `ActorQueueError.awaitsItself` (a wait nothing could end).
+final class SelfWaitProbe: Sendable {
+  private let own = LockedValue(Weak<QueueOperation<Int>>())
+
+  func set(_ operation: QueueOperation<Int>) { own.withLock { $0.object = operation } }
+
+  /// What went wrong, if anything; the handle is awaited only the first time.
+  func awaitOwnValue() async -> String? {
+    guard
+      let me = own.withLock({ probe -> QueueOperation<Int>? in
+        defer { probe.object = nil }
+        return probe.object
+      })
+    else { return nil }
+    do {
+      _ = try await me.value
+      return "awaiting its own value returned"
+    } catch let error as ActorQueueError where error == .awaitsItself {
+      return nil
+    } catch {
+      return "awaiting its own value threw \(error)"
+    }
+  }
+}
+
 /// A weak reference, for "everything is freed at the end".
 struct Weak<Object: AnyObject> {
   weak var object: Object?
 }
+
+extension Weak: Sendable where Object: Sendable {}
 
 /// Suspends until `isDone()`, yielding in between, or until `limit` has passed: for frees that
 /// happen on another thread just after the event that makes them due (a body's captures released
@@ -321,6 +349,9 @@ private final class RealRun {
   /// The conditions of `addConditional` ops.
   var conditions: [Int: Weak<ScriptCondition>] = [:]
   var tokens: [Int: Weak<Token>] = [:]
+  /// Of some plain adds: the body's own handle, weakly, which the body awaits once (refused at
+  /// once with `ActorQueueError.awaitsItself`, never a hang).
+  var ownHandles: [Int: SelfWaitProbe] = [:]
   var fenceCount = 0
   let completions = CompletionLog()
   /// The ops whose `onCompletion` is counted.
@@ -495,6 +526,11 @@ private final class RealRun {
       return ScriptFailure(step: index, message: "after \(step): phases disagree: \(phases.prefix(4))")
     }
     // The clock reads the model's instant; its heap counts live exactly the model's armed timers.
+    // An execution timeout is armed when its body's task reports the body's first line, just
+    // after the start the model made: waited for, so that the next step's advance finds it armed.
+    _ = await eventuallyFreed { [id = clock.queueClock.id, expected = model.armedTimerCount] in
+      Engine.read { $0.manualClocks[id]?.timers.live ?? -1 } == expected
+    }
     let (instant, live) = Engine.read { [id = clock.queueClock.id] in
       ($0.manualNow(of: id), $0.manualClocks[id]?.timers.live ?? -1)
     }
@@ -552,11 +588,17 @@ private final class RealRun {
     let capture = spec.capturesQueue.flatMap { boxes[$0] }
     let misplaced = misplacedBodies
     let seen = LockedValue<String??>(nil)
+    let probe = SelfWaitProbe()
+    ownHandles[op] = probe
     return {
       // Its task's cancellation, seen: one that another thread's call made (a group's body
       // cancelling its children) reaches the task after that call's hold of the lock.
       try await withTaskCancellationHandler {
-        try await Self.run(op, spec, failures, condition, permits, misplaced, seen, keeping: (token, capture))
+        if let problem = await probe.awaitOwnValue() {
+          misplaced.withLock { $0.append("op\(op): \(problem)") }
+        }
+        return try await Self.run(
+          op, spec, failures, condition, permits, misplaced, seen, keeping: (token, capture))
       } onCancel: {
         permits.noteCancelled()
       }
@@ -726,14 +768,15 @@ private final class RealRun {
     guard expectation != .skip else { return nil }
     switch step {
     case .addGroup(
-      let op, let queue, let inGroup, let priority, let limit, let policy, let deadline, let spec):
+      let op, let queue, let inGroup, let priority, let limit, let policy, let deadline, let spec, let keys):
       let target = inGroup.map { self.queue(model.ops[$0]!.groupQueue!) } ?? boxes[queue]!.queue
       let run = body(op, spec)
       let permits = gates[op]!
       let groups = groups
       let operation = target.addOperationGroup(
         name: "op\(op)", priority: OperationPriority.allCases[priority],
-        traits: timeTraits(deadline: deadline, timeout: nil), maxConcurrentOperationCount: limit,
+        traits: timeTraits(deadline: deadline, timeout: nil) + groupKeyTraits(keys),
+        maxConcurrentOperationCount: limit,
         onChildFailure: GroupPolicyCode.policy(policy)
       ) { group in
         groups.withLock { $0[op] = group }
@@ -742,14 +785,16 @@ private final class RealRun {
       }
       typed[op] = operation
       track(op, operation, spec)
-    case .addChild(let op, let group, let priority, let spec):
+    case .addChild(let op, let group, let priority, let spec, let keys):
       let operation = self.queue(model.ops[group]!.groupQueue!).addOperation(
-        name: "op\(op)", priority: OperationPriority.allCases[priority], body(op, spec))
+        name: "op\(op)", priority: OperationPriority.allCases[priority], traits: groupKeyTraits(keys),
+        body(op, spec))
       typed[op] = operation
       track(op, operation, spec)
     case .add(let op, let queue, let priority, let spec):
       let operation = boxes[queue]!.queue.addOperation(
         name: "op\(op)", priority: OperationPriority.allCases[priority], body(op, spec))
+      if op % 3 == 1 { ownHandles[op]?.set(operation) }
       typed[op] = operation
       track(op, operation, spec)
     case .addTagged(let op, let queue, let priority, let tags, let spec):

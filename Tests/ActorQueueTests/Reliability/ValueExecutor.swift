@@ -765,20 +765,20 @@ private struct ValueRun {
   private mutating func act(_ step: Step, _ expectation: StepExpectation) -> String? {
     guard expectation != .skip else { return nil }
     switch step {
-    case .addGroup(let op, let queue, let inGroup, let priority, _, _, let deadline, _):
+    case .addGroup(let op, let queue, let inGroup, let priority, _, _, let deadline, _, let keys):
       // As `addOperationGroup` does: its traits, a time state, one submission.
       let target = queues[inGroup.map { model.ops[$0]!.groupQueue! } ?? queue]
       let handle = harness.makeOperation(Self.name(op), priority: OperationPriority.allCases[priority])
       let index = handle.recordIndex
-      let traits = timeTraits(deadline: deadline, timeout: nil)
+      let traits = timeTraits(deadline: deadline, timeout: nil) + groupKeyTraits(keys)
       harness.event { s, _, _ in
         s.setTraits(traits, of: index)
         s.modifyTime(of: index) { _ in }
       }
       harness.event { s, now, e in s.submit(handle, to: target, now: now, &e) }
-    case .addChild(let op, let group, let priority, _):
+    case .addChild(let op, let group, let priority, _, let keys):
       harness.add(
-        Self.name(op), priority: OperationPriority.allCases[priority],
+        Self.name(op), priority: OperationPriority.allCases[priority], traits: groupKeyTraits(keys),
         to: queues[model.ops[group]!.groupQueue!])
     case .add(let op, let queue, let priority, _):
       harness.add(Self.name(op), priority: OperationPriority.allCases[priority], to: queues[queue])

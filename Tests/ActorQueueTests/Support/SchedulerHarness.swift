@@ -323,12 +323,14 @@ struct SchedulerHarness {
       spawned += 1
       spawn.worker.noteBegun()  // its simulated task runs at once
       if let first = spawn.first {
-        workers.append(SimulatedWorker(worker: spawn.worker, queue: spawn.queue, action: first))
+        let action = bodyStartsAtOnce(first, on: spawn.worker)
+        workers.append(SimulatedWorker(worker: spawn.worker, queue: spawn.queue, action: action))
       } else {
         let worker = spawn.worker
-        let action = event { scheduler, now, effects in
+        let asked = event { scheduler, now, effects in
           scheduler.workerAsksForWork(worker, queue: spawn.queue, now: now, &effects)
         }
+        let action = bodyStartsAtOnce(asked, on: worker)
         workers.append(SimulatedWorker(worker: worker, queue: spawn.queue, action: action))
       }
     }
@@ -449,7 +451,18 @@ struct SchedulerHarness {
     return ran
   }
 
+  /// A body with a timeout is handed out as `runTimed`: its simulated worker reports the body's
+  /// start at once, in an event of its own at the same instant, and runs it.
+  private mutating func bodyStartsAtOnce(_ action: WorkerAction, on worker: Worker) -> WorkerAction {
+    guard case .runTimed(let index, let id, let body) = action else { return action }
+    event { scheduler, now, effects in
+      scheduler.bodyStarting(index, id: id, worker: worker, now: now, &effects)
+    }
+    return .run(operation: index, id: id, body: body)
+  }
+
   private mutating func setAction(_ action: WorkerAction, of worker: Worker) {
+    let action = bodyStartsAtOnce(action, on: worker)
     if let position = workers.firstIndex(where: { $0.worker === worker }) {
       workers[position].action = action
     }

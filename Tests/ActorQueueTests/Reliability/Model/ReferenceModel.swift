@@ -279,6 +279,9 @@ struct ReferenceModel: Sendable {
     /// The op its condition's `dependency(for:)` returned: the condition (the script's object,
     /// which the op keeps until it ends) holds it, whatever becomes of the edge.
     var producedOp: Int?
+    /// Its edge to `producedOp` is the condition's (not removed by the script): the produced op
+    /// is cancelled if this op ends without running and no other unfinished op depends on it.
+    var producedLinked = false
     /// Evaluations answered so far.
     var evaluations = 0
     /// Its condition is being evaluated (it holds its slot), and whether the script opened it.
@@ -517,7 +520,7 @@ struct ReferenceModel: Sendable {
   private mutating func perform(_ step: Step) -> StepExpectation {
     switch step {
     case .addGroup(
-      let op, let queue, let inGroup, let priority, let limit, let policy, let deadline, let body):
+      let op, let queue, let inGroup, let priority, let limit, let policy, let deadline, let body, let keys):
       let target: Int
       if let inGroup {
         guard let queue = ops[inGroup]?.groupQueue else { return .skip }
@@ -532,14 +535,16 @@ struct ReferenceModel: Sendable {
       create(op, queue: target, priority: priority, body: body)
       ops[op]!.groupLimit = limit == -1 ? .max : limit
       ops[op]!.groupPolicy = policy
+      takeKeys(keys ?? [], op: op, in: target)
       enqueue(op)
       if let deadline, !ops[op]!.state.isTerminal {
         armDeadline(of: op, at: min(now + deadline, queues[target].groupDeadline ?? .max))
       }
       return .done
-    case .addChild(let op, let group, let priority, let body):
+    case .addChild(let op, let group, let priority, let body, let keys):
       guard let queue = ops[group]?.groupQueue, ops[op] == nil, validCaptures(body) else { return .skip }
       create(op, queue: queue, priority: priority, body: body)
+      takeKeys(keys ?? [], op: op, in: queue)
       enqueue(op)
       return .done
     case .addTagged(let op, let queue, let priority, let tags, let body):
@@ -664,6 +669,7 @@ struct ReferenceModel: Sendable {
         let index = ops[dependent]!.explicit.firstIndex(where: { $0.op == dependency })
       else { return .done }
       ops[dependent]!.explicit.remove(at: index)
+      if ops[dependent]!.producedOp == dependency { ops[dependent]!.producedLinked = false }
       journal.append(.edgeRemoved(dependent: dependent, dependency: dependency, step: self.step))
       return .done
     case .addAgain(let op, let queue):
@@ -854,6 +860,7 @@ struct ReferenceModel: Sendable {
       create(op, queue: queue, priority: priority, body: body)
       if let produced {
         ops[op]!.producedOp = produced.op
+        ops[op]!.producedLinked = true
         ops[op]!.explicit.append((produced.op, false))
         journal.append(.edge(dependent: op, dependency: produced.op, step: self.step))
       }
@@ -893,6 +900,22 @@ struct ReferenceModel: Sendable {
       raiseLeaderPriority(leader)
       return .done
     }
+  }
+
+  /// `op`, being added to `queue`, takes `keys` in the queue's domain (a group's queue: its
+  /// outermost group's queue's), less those a group it is inside holds: they are its group's.
+  private mutating func takeKeys(_ keys: [Int], op: Int, in queue: Int) {
+    var domain = queue
+    var enclosing: [Int] = []
+    while let group = queues[domain].groupOp {
+      enclosing.append(group)
+      domain = ops[group]!.queue
+    }
+    let held = Set(enclosing.filter { ops[$0]!.holdsLocks }.flatMap { ops[$0]!.locks })
+    ops[op]!.locks = Set(keys.map { ModelLock(domain: domain, key: $0) }).subtracting(held).sorted()
+    guard !ops[op]!.locks.isEmpty else { return }
+    queues[queue].hasKeys = true
+    journal.append(.keys(op: op, locks: ops[op]!.locks.map(\.id), step: self.step))
   }
 
   private func validCaptures(_ body: BodySpec) -> Bool {
@@ -1276,6 +1299,7 @@ struct ReferenceModel: Sendable {
   /// Ends `op` and, through must-succeed edges, inputs and followers, every waiting op that needed
   /// it.
   private mutating func end(_ op: Int, as terminal: ModelState, byGroupBody: Bool = false) {
+    let wasWaiting = ops[op]!.state == .waiting
     ops[op]!.state = terminal
     ops[op]!.holdsSlot = false
     ops[op]!.inReady = false
@@ -1306,6 +1330,16 @@ struct ReferenceModel: Sendable {
         if outcome == .cancelled { ops[waiting]!.cancelRequested = true }
         if either { ops[waiting]!.eitherBadOutcome = true }
         frontier.append(waiting)
+      }
+      // Ended without running (from waiting): what its condition produced goes, unless another
+      // unfinished op depends on it.
+      if current != op || wasWaiting, ops[current]!.producedLinked, let produced = ops[current]!.producedOp,
+        !ops[produced]!.state.isTerminal,
+        !ops.contains(where: { other, model in
+          other != current && !model.state.isTerminal && model.allDependencies.contains(produced)
+        })
+      {
+        cancel(produced)
       }
       // A dependent this step's call ended otherwise may be ended by this group's end first.
       if byGroupBody, groupEndsBetweenSlices {
@@ -1348,8 +1382,9 @@ struct ReferenceModel: Sendable {
   /// slot is free, the ready op or paused body competing for a slot of highest priority, first
   /// submitted first. Then notes which bodies may move.
   private mutating func settle() {
-    endLocks()
     repeat {
+      // First in each round: a group's end, in the last round's check, lets go of its keys.
+      endLocks()
       cancelSiblings()
       serveLines()
       startWhatMayStart()

@@ -143,15 +143,18 @@ enum Step: Codable, Sendable, Hashable, CustomStringConvertible {
   case addConditional(
     op: Int, queue: Int, priority: Int, answers: [Int], keys: [Int], deadline: Int?, body: BodySpec,
     produced: ProducedSpec? = nil)
-  /// `op = (inGroup's queue, or queue).addOperationGroup(priority:, traits: [.deadline(in:)],
-  /// maxConcurrentOperationCount: limit, onChildFailure: policy) { group in body }`: its body is the
-  /// build closure (it adds no child itself; `addChild` steps do). Policy by ``GroupPolicyCode``.
-  /// Its queue is the model's next queue index once it starts.
+  /// `op = (inGroup's queue, or queue).addOperationGroup(priority:, traits: [.deadline(in:),
+  /// .exclusive(keys...)], maxConcurrentOperationCount: limit, onChildFailure: policy) { group in
+  /// body }`: its body is the build closure (it adds no child itself; `addChild` steps do). Policy
+  /// by ``GroupPolicyCode``; keys in its queue's domain (a group's queue: its outermost group's
+  /// queue's). Its queue is the model's next queue index once it starts.
   case addGroup(
-    op: Int, queue: Int, inGroup: Int?, priority: Int, limit: Int, policy: Int, deadline: Int?, body: BodySpec
-  )
-  /// `op = group.queue.addOperation(priority:) { body }` of the group op `group` (once it started).
-  case addChild(op: Int, group: Int, priority: Int, body: BodySpec)
+    op: Int, queue: Int, inGroup: Int?, priority: Int, limit: Int, policy: Int, deadline: Int?,
+    body: BodySpec,
+    keys: [Int]? = nil)
+  /// `op = group.queue.addOperation(priority:, traits: [.exclusive(keys...)]) { body }` of the
+  /// group op `group` (once it started): a key an enclosing group holds is taken already.
+  case addChild(op: Int, group: Int, priority: Int, body: BodySpec, keys: [Int]? = nil)
   /// `op = queue.addOperation(priority:, traits: tagTraits(tags)) { body }`: the script's tags by
   /// number (none, one, both, or one twice); `queue` may be a group's.
   case addTagged(op: Int, queue: Int, priority: Int, tags: [Int], body: BodySpec)
@@ -175,12 +178,13 @@ enum Step: Codable, Sendable, Hashable, CustomStringConvertible {
   var description: String {
     switch self {
     case .addGroup(
-      let op, let queue, let inGroup, let priority, let limit, let policy, let deadline, let body):
+      let op, let queue, let inGroup, let priority, let limit, let policy, let deadline, let body, let keys):
       "op\(op) = \(inGroup.map { "group op\($0)" } ?? "q\(queue)").addOperationGroup(priority: \(priority.priorityName), "
-        + (deadline.map { "traits: [.deadline(in: \($0) s)], " } ?? "")
+        + (deadline.map { "traits: [.deadline(in: \($0) s)], " } ?? "") + keysDescription(keys)
         + "limit: \(limit), onChildFailure: \(GroupPolicyCode.policy(policy))) { \(body) }"
-    case .addChild(let op, let group, let priority, let body):
-      "op\(op) = group op\(group).queue.addOperation(priority: \(priority.priorityName)) { \(body) }"
+    case .addChild(let op, let group, let priority, let body, let keys):
+      "op\(op) = group op\(group).queue.addOperation(priority: \(priority.priorityName)"
+        + (keysDescription(keys).isEmpty ? "" : ", " + keysDescription(keys).dropLast(2)) + ") { \(body) }"
     case .addTagged(let op, let queue, let priority, let tags, let body):
       "op\(op) = q\(queue).addOperation(priority: \(priority.priorityName), traits: \(tagTraitsDescription(tags))) "
         + "{ \(body) }"
@@ -296,6 +300,18 @@ struct LimiterSpec: Codable, Sendable, Hashable, CustomStringConvertible {
 /// The keys of `addExclusive` steps: interned in this order (nothing else uses these names), so
 /// the scheduler orders them as the model does.
 let scriptKeys = (0..<3).map { ExclusivityKey("random-script-key-\($0)") }
+
+/// `traits: [.exclusive(k0, k1)], ` for a group's or a child's keys (nothing without).
+func keysDescription(_ keys: [Int]?) -> String {
+  guard let keys, !keys.isEmpty else { return "" }
+  return "traits: [.exclusive(" + keys.map { "k\($0)" }.joined(separator: ", ") + ")], "
+}
+
+/// The traits of a group's or a child's keys, in its queue's domain (none without keys).
+func groupKeyTraits(_ keys: [Int]?) -> [OperationTrait] {
+  guard let keys, !keys.isEmpty else { return [] }
+  return [.exclusive(keys.map { scriptKeys[$0] })]
+}
 
 /// The traits of an `addExclusive` step: its keys in the script's shared domain or the queue's own.
 func exclusiveTraits(keys: [Int], shared: Bool, domain: ExclusivityDomain) -> [OperationTrait] {

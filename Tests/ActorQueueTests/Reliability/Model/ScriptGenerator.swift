@@ -62,6 +62,18 @@ struct ScriptGenerator: Sendable {
     /// then act on a group's queue (the model's indices after the script's queues, in the order
     /// the groups start; a step naming one that never started is skipped).
     var groups: [Int] = []
+    /// Each group's keys: a child often takes its group's key (then nothing of its own to take),
+    /// sometimes with another beside it, sometimes another alone.
+    var groupKeysByOp: [Int: [Int]] = [:]
+    func childKeys(_ random: inout SplitMix64, group: Int) -> [Int]? {
+      let held = groupKeysByOp[group] ?? []
+      guard random.chance(held.isEmpty ? 15 : 60) else { return nil }
+      switch random.below(3) {
+      case 0 where !held.isEmpty: return held
+      case 1 where !held.isEmpty: return held + [random.below(3)]
+      default: return [random.below(3)]
+      }
+    }
     /// The queue and tags of each tagged add so far.
     var taggedAdds: [(queue: Int, tags: [Int])] = []
     func anyQueue(_ random: inout SplitMix64) -> Int {
@@ -268,20 +280,25 @@ struct ScriptGenerator: Sendable {
         // group; its build often opened at once; a child or two added right away.
         let queue = liveQueue(&random)
         let inGroup = !groups.isEmpty && random.chance(25) ? groups.last : nil
+        // Sometimes a key, which its children then take too (or another beside it).
+        let groupKeys = random.chance(25) ? [random.below(3)] : nil
         steps.append(
           .addGroup(
             op: nextOp, queue: queue, inGroup: inGroup, priority: random.below(5),
             limit: random.pick([1, 1, 2, 3, -1]), policy: random.pick([0, 0, 1, 2]),
-            deadline: random.chance(20) ? 1 + random.below(4) : nil, body: body(&random, queues: queueCount)))
+            deadline: random.chance(20) ? 1 + random.below(4) : nil, body: body(&random, queues: queueCount),
+            keys: groupKeys))
         ops.append((nextOp, queue, false))
         groups.append(nextOp)
+        groupKeysByOp[nextOp] = groupKeys ?? []
         let group = nextOp
         nextOp += 1
         if random.chance(50) { steps.append(.open(op: group)) }
         for _ in 0..<random.below(3) {
           steps.append(
             .addChild(
-              op: nextOp, group: group, priority: random.below(5), body: body(&random, queues: queueCount)))
+              op: nextOp, group: group, priority: random.below(5), body: body(&random, queues: queueCount),
+              keys: childKeys(&random, group: group)))
           ops.append((nextOp, queue, false))
           nextOp += 1
         }
@@ -291,7 +308,8 @@ struct ScriptGenerator: Sendable {
         let group = random.pick(Array(groups.suffix(3)))
         steps.append(
           .addChild(
-            op: nextOp, group: group, priority: random.below(5), body: body(&random, queues: queueCount)))
+            op: nextOp, group: group, priority: random.below(5), body: body(&random, queues: queueCount),
+            keys: childKeys(&random, group: group)))
         ops.append((nextOp, 0, false))
         if random.chance(40) { steps.append(.open(op: nextOp)) }
         nextOp += 1

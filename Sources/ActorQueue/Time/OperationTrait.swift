@@ -51,8 +51,8 @@ public struct OperationTrait: Sendable, CustomStringConvertible {
   }
 
   /// Ends the operation with ``OperationTimeoutError/Kind-swift.struct/executionTimeout`` if its
-  /// body runs longer than `duration`, counted from the body's start (time spent waiting for a
-  /// dependency or a slot does not count). What happens then is what ``deadline(_:)`` does to an
+  /// body runs longer than `duration`, counted from the body's first line (time spent waiting
+  /// for a dependency, a slot, its conditions or its task to be scheduled does not count). What happens then is what ``deadline(_:)`` does to an
   /// executing operation. `duration` must be positive (precondition, in every build
   /// configuration): to stop an operation now, call `cancel()`.
   public static func timeout(_ duration: Duration) -> OperationTrait {

@@ -373,8 +373,10 @@ extension ActorQueue {
 
 extension AnyQueueOperation {
   /// How many times the operation's body has started: with ``OperationTrait/retry(_:)``, its
-  /// attempts so far (kept after it ends); without, 0 before it starts and 1 after. For a
-  /// caller's handle to coalesced work, the shared work's. O(1), under the scheduler's lock.
+  /// attempts so far (kept after it ends); without, 0 before its body starts and 1 after. A
+  /// claim whose conditions are still being evaluated, or that ended or deferred the operation,
+  /// started no body. For a caller's handle to coalesced work, the shared work's. O(1), under the
+  /// scheduler's lock.
   ///
   /// **Foundation:** no counterpart; an `Operation` runs once.
   public var attemptCount: Int {

@@ -40,6 +40,8 @@ struct GroupTable: Sendable {
   private var records: [GroupRecord?] = []
   /// The queues that have a record: for the rare walks over every group.
   private var indices: Set<Int> = []
+  /// The queue of each group operation's record (a wait on a group looks for its children).
+  private var queuesByOperation: [Int: Int] = [:]
 
   var isEmpty: Bool { indices.isEmpty }
 
@@ -47,11 +49,13 @@ struct GroupTable: Sendable {
     get { queue < records.count ? records[queue] : nil }
     _modify {
       if queue >= records.count { records += repeatElement(nil, count: queue + 1 - records.count) }
-      let had = records[queue] != nil
+      let had = records[queue]?.operation
       yield &records[queue]
-      let has = records[queue] != nil
+      let has = records[queue]?.operation
       if had != has {
-        if has { indices.insert(queue) } else { indices.remove(queue) }
+        if let had { queuesByOperation[had] = nil }
+        if let has { queuesByOperation[has] = queue }
+        if has != nil { indices.insert(queue) } else { indices.remove(queue) }
       }
     }
   }
@@ -61,8 +65,12 @@ struct GroupTable: Sendable {
     guard queue < records.count, let record = records[queue] else { return nil }
     records[queue] = nil
     indices.remove(queue)
+    queuesByOperation[record.operation] = nil
     return record
   }
+
+  /// The queue of the group whose operation is record `operation`, if it is one's.
+  func queue(ofOperation operation: Int) -> Int? { queuesByOperation[operation] }
 
   /// The first group, in no particular order, that satisfies `predicate`. O(groups).
   func first(where predicate: ((key: Int, value: GroupRecord)) -> Bool) -> (key: Int, value: GroupRecord)? {

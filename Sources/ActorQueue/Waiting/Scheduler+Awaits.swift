@@ -2,8 +2,8 @@
 extension Scheduler {
   /// The error for a wait on `index` from the task at `task` that nothing could end, if it is
   /// one: the task runs the body or a condition of `index` (or of the shared work it follows), or
-  /// the body of a child, at any depth, of the group `index` is. O(1); O(groups + the group's
-  /// started children) when `index` is an executing group and the task is not its own.
+  /// the body of a child, at any depth, of the group `index` is. O(1); O(the group's started
+  /// children) when `index` is an executing group and the task is not its own.
   func selfWait(for index: Int, fromTask task: Int) -> ActorQueueError? {
     guard task != 0, !operations[index].phase.hasEnded else { return nil }
     let target = operations[index].leader >= 0 ? operations[index].leader : index
@@ -16,10 +16,8 @@ extension Scheduler {
 
   /// The child of group operation `group`, at any depth, whose body runs on `task`.
   private func groupChild(of group: Int, runningOn task: Int) -> Int? {
-    let id = operations[group].id
-    guard
-      let queue = groupRecords.first(where: { $0.value.operation == group && $0.value.operationID == id })?
-        .key
+    guard let queue = groupRecords.queue(ofOperation: group),
+      groupRecords[queue]?.operationID == operations[group].id
     else { return nil }
     var index = queues[queue].firstStarted
     while index >= 0 {

@@ -83,7 +83,7 @@ enum Timers {
         late.set(.zero - due.remaining)
         stamped.signal()
       }
-      stamped.wait()
+      stamped.wait(for: "the stamp of a timer 2 ms ahead")
       guard let lateness = late.get() else { preconditionFailure("Internal inconsistency: no stamp") }
       latenesses.append(lateness.seconds)
     }

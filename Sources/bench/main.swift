@@ -10,6 +10,7 @@ import Foundation
 let options = Options.parse(Array(CommandLine.arguments.dropFirst()))
 if let child = options.memoryChild { Memory.child(child.system, child.count, variant: child.variant) }
 if let counted = options.counted {
+  Watchdog.enter(scenario: "--count \(counted.workload.rawValue)")
   counted.workload.run(counted.count)
   exit(0)
 }
@@ -39,6 +40,8 @@ func runComparison() -> [Row] {
   var rows: [Row] = []
   for scenario in options.selected {
     Progress.report("scenario \(scenario.rawValue): \(scenario.summary)")
+    Watchdog.enter(scenario: scenario.rawValue)
+    Watchdog.arm("its setup")
     switch scenario {
     case .independent: rows += Independent.run(options, sizes, spinIterations: spin.iterations)
     case .latency: rows += Latency.run(options, sizes)
@@ -82,6 +85,7 @@ for repetition in 1...options.repeats {
   if options.repeats > 1 { Progress.report("repeat \(repetition)/\(options.repeats)") }
   let load = repetition == 1 ? loadBefore : LoadAverage.current()
   var repeatRows = runComparison()
+  Watchdog.disarm()
   measurements.append(checkGoals(&repeatRows, sizes: sizes))
   for index in repeatRows.indices { repeatRows[index].repetition = repetition }
   let title = options.repeats > 1 ? "\n== repeat \(repetition) of \(options.repeats)\n" : ""

@@ -168,7 +168,9 @@ struct Options: Sendable {
     the same way: the reference's median / this row's (time, latency, CPU or bytes); above 1,
     this row's system is cheaper by that factor. A goal is such a ratio for ActorQueue that must
     be at least a threshold ("costs at most 1.5x" is "≥ 0.67x"). Goals are reported, not enforced:
-    the exit status is 0 whatever they show. Progress goes to stderr.
+    the exit status is 0 whatever they show. Progress goes to stderr. A wait that outlasts its
+    bound (30 s for one sample, 120 s for one system's run of a scenario) means a stuck scenario:
+    the bench names it on stderr and exits with status 1.
     """
 
   /// Parses `arguments` (without the program name); exits with a message on a usage error.

@@ -56,7 +56,7 @@ func blocking<Result: Sendable>(_ body: @escaping @Sendable () async -> Result) 
     result.set(await body())
     done.signal()
   }
-  done.wait()
+  done.wait(for: "the task running the measured code", atMost: Bounds.trial)
   guard let value = result.get() else {
     preconditionFailure("Internal inconsistency: no result from the task")
   }

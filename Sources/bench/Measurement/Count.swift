@@ -116,7 +116,7 @@ enum CountedWorkload: String, CaseIterable, Sendable {
         } else {
           ran.signal()
         }
-        ran.wait()
+        ran.wait(for: "the start of an op on an idle queue")
         // A queue fed now and then: its worker does not linger, and the next start is idle.
         Thread.sleep(forTimeInterval: 0.002)
       }

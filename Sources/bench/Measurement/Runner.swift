@@ -55,10 +55,11 @@ func runInterleaved(
   let rounds = options.warmups + options.runs
   for round in 0..<rounds {
     let warmUp = round < options.warmups
-    Progress.report(
-      "\(label): \(warmUp ? "warm-up" : "run \(round - options.warmups + 1)/\(options.runs)")")
+    let run = warmUp ? "warm-up" : "run \(round - options.warmups + 1)/\(options.runs)"
+    Progress.report("\(label): \(run)")
     for index in contenders.indices {
       let contender = contenders[(index + round) % contenders.count]
+      Watchdog.arm("\(contender.system.rawValue)'s \(run) of \(label)")
       let values = contender.trial()
       precondition(
         values.count == metrics, "Internal inconsistency: \(label) returned \(values.count) metrics")

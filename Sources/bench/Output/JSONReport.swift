@@ -13,7 +13,8 @@ import Foundation
 ///   `medianBytesPerOp`/`minBytesPerOp`/`maxBytesPerOp` (memory); `opsPerSecond`,
 ///   `secondsPerOp` and `vsLowerBound` (throughput only); `vsOperationQueue`, `vsTaskPerOp` where
 ///   that reference was measured in the same scenario; `goals` (strings, as in the table) and
-///   `note`, when present. A value that could not be measured is absent.
+///   `note`, when present; `missedSamples` (timers): samples of the measured runs that yielded
+///   no value, 0 included. A value that could not be measured is absent.
 /// - every ratio (`vs…`): the reference's median / this row's, of the same metric; above 1, this
 ///   row's system is cheaper (faster, quicker to start, smaller).
 /// - a goal: `goal`, `threshold` (the ratio must be at least this), `ratios` (one per repeat),

@@ -44,6 +44,9 @@ struct Row: Sendable, Encodable {
   /// Goals checked on this row, as printed ("≥4x OQ PASS").
   var goals: [String] = []
   var note: String?
+  /// Samples of the measured runs that yielded no value (the timers scenario: an op that ended
+  /// before its body ran); `nil` where every sample yields one.
+  var missedSamples: Int?
   /// Which repeat of the comparison (`--repeat`) this row comes from, from 1.
   var repetition = 1
 
@@ -76,7 +79,7 @@ struct Row: Sendable, Encodable {
     case kind, scenario, variant, metric, system, n, runs, repetition
     case medianSeconds, minSeconds, maxSeconds, opsPerSecond, secondsPerOp
     case medianBytesPerOp, minBytesPerOp, maxBytesPerOp
-    case vsOperationQueue, vsTaskPerOp, vsLowerBound, goals, note
+    case vsOperationQueue, vsTaskPerOp, vsLowerBound, goals, note, missedSamples
   }
 
   func encode(to encoder: any Encoder) throws {
@@ -107,6 +110,7 @@ struct Row: Sendable, Encodable {
     try container.encodeIfPresent(versusTaskPerOp, forKey: .vsTaskPerOp)
     if !goals.isEmpty { try container.encode(goals, forKey: .goals) }
     try container.encodeIfPresent(note, forKey: .note)
+    try container.encodeIfPresent(missedSamples, forKey: .missedSamples)
   }
 }
 

@@ -51,6 +51,12 @@ enum Table {
           Format.ratio(row.versusLowerBound), range, row.goals.joined(separator: "; "),
         ]))
       if let note = row.note, !notes.contains(note) { notes.append(note) }
+      if let missed = row.missedSamples, missed > 0 {
+        let note =
+          "\([row.scenario, row.variant].compactMap { $0 }.joined(separator: " ")), \(row.system.rawValue): "
+          + "missed \(Format.count(missed)) of \(Format.count(row.n * row.runs)) samples"
+        if !notes.contains(note) { notes.append(note) }
+      }
     }
     if !notes.isEmpty {
       output.append("")

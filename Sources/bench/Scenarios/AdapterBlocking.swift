@@ -79,13 +79,13 @@ enum AdapterBlocking {
         started.set(now())
         ran.signal()
       }
-      ran.wait()
+      ran.wait(for: "the start of a probe task")
       guard let probeStart = started.get() else {
         preconditionFailure("Internal inconsistency: no start time")
       }
       delays.append((probeStart - created).seconds)
     }
-    allDone.wait()
+    allDone.wait(for: "the blocking wait for the legacy ops", atMost: Bounds.trial)
     delays.sort()
     return [
       Statistics.percentile(0.5, ofSorted: delays), Statistics.percentile(0.99, ofSorted: delays),

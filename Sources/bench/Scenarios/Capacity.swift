@@ -54,7 +54,7 @@ enum CapacityScenario {
     let slots = DispatchSemaphore(value: n)
     let start = now()
     for _ in 0..<n {
-      slots.wait()
+      slots.wait(for: "a free slot under the semaphore")
       queue.addOperation {
         counter.increment()
         slots.signal()

@@ -82,6 +82,7 @@ enum Graphs {
     var model = GrowthModel()
     var probe = min(250, n)
     while probe < n {
+      Watchdog.arm("OperationQueue's probe run of \(scenario) at n=\(probe)")
       model.add(n: probe, seconds: operationQueue(make(probe)))
       if let last = model.points.last, last.seconds > sizes.graphBoundSeconds / 4 { break }
       probe *= 2

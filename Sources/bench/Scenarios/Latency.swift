@@ -80,8 +80,9 @@ enum Latency {
     var samples: [System: [[Double]]] = [:]
     for round in 0..<(options.warmups + options.runs) {
       let warmUp = round < options.warmups
-      Progress.report(
-        "\(label): \(warmUp ? "warm-up" : "run \(round - options.warmups + 1)/\(options.runs)")")
+      let run = warmUp ? "warm-up" : "run \(round - options.warmups + 1)/\(options.runs)"
+      Progress.report("\(label): \(run)")
+      Watchdog.arm("the \(run) of \(label)")
       let operationQueue = OperationQueue()
       let actorQueue = ActorQueue()
       let submitters: [(system: System, submit: (@escaping @Sendable () -> Void) -> Void)] = [
@@ -136,7 +137,7 @@ enum Latency {
       started.set(nil)
       let submitted = now()
       submitters[index].submit(body)
-      ran.wait()
+      ran.wait(for: "the start of \(submitters[index].system.rawValue)'s op")
       guard let start = started.get() else { preconditionFailure("Internal inconsistency: no start time") }
       latencies[index].append((start - submitted).seconds)
     }
@@ -175,7 +176,7 @@ enum Latency {
       }
       let submitted = now()
       submit(body)
-      ran.wait()
+      ran.wait(for: "the start of an op")
       guard let start = started.get() else { preconditionFailure("Internal inconsistency: no start time") }
       latencies.append((start - submitted).seconds)
     }

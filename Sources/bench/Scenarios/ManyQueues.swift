@@ -123,7 +123,7 @@ enum ManyQueues {
         fed.leave()
       }
     }
-    fed.wait()
+    fed.wait(for: "the threads feeding the OperationQueues")
     let elapsed = secondsSince(start)
     verify(counter.count == queues * perQueue, "OperationQueues ran \(counter.count) of \(queues * perQueue)")
     return stamps.metrics(elapsed: elapsed)
@@ -221,7 +221,7 @@ enum ManyQueues {
     let go = DispatchSemaphore(value: 0)
     let cancelled = DispatchSemaphore(value: 0)
     Thread.detachNewThread {
-      go.wait()
+      go.wait(for: "the served queue's first \(lead) requests", atMost: Bounds.trial)
       let start = now()
       side.cancelAll()
       window.set((start, now()))
@@ -232,13 +232,13 @@ enum ManyQueues {
     while after < lead {
       let submitted = now()
       side.serve(body)
-      ran.wait()
+      ran.wait(for: "the start of a served request")
       guard let start = started.get() else { preconditionFailure("Internal inconsistency: no start time") }
       samples.append((submitted, start))
       if samples.count == lead { go.signal() }
       if samples.count > lead, window.get() != nil { after += 1 }
     }
-    cancelled.wait()
+    cancelled.wait(for: "the cancel of the waiting queue", atMost: Bounds.trial)
     guard let (cancelStart, cancelEnd) = window.get() else {
       preconditionFailure("Internal inconsistency: no cancel window")
     }

@@ -101,6 +101,8 @@ enum Memory {
 
   /// The child process: measures `system` with `n` waiting ops, prints bytes per op, exits.
   static func child(_ system: System, _ n: Int, variant: Variant = .plain) -> Never {
+    Watchdog.enter(scenario: "memory")
+    Watchdog.arm("the child process of \(system.rawValue) (\(variant.rawValue)) holding \(n) ops")
     hold(system, 1_000, variant: variant) {}
     guard let before = ResidentMemory.current() else {
       fatalError("bench: resident memory is unavailable here")
@@ -155,10 +157,10 @@ enum Memory {
         }
         done.signal()
       }
-      parking.allParked.wait()
+      parking.allParked.wait(for: "\(n) parked tasks", atMost: Bounds.trial)
       measure()
       parking.releaseAll()
-      done.wait()
+      done.wait(for: "\(n) released tasks", atMost: Bounds.trial)
     case .adapter, .reusedTasks:
       fatalError("bench: no memory scenario for \(system.rawValue)")
     }

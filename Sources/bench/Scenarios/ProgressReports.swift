@@ -72,6 +72,6 @@ enum ProgressReports {
       for _ in 0..<n { progress.complete() }
     })
     operation.onCompletion { _ in done.signal() }
-    done.wait()
+    done.wait(for: "the reporting op's end", atMost: Bounds.counted)
   }
 }

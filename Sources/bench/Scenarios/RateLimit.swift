@@ -153,7 +153,7 @@ enum RateScenario {
       if complete { done.signal() }
     }
 
-    func waitForAll() { done.wait() }
+    func waitForAll() { done.wait(for: "the last of \(count) rate-limited starts", atMost: Bounds.trial) }
 
     func sorted() -> [Instant] { instants.withLock { $0 }.sorted() }
   }

@@ -1,6 +1,7 @@
 import ActorQueue
 import Dispatch
 import Foundation
+import Synchronization
 
 /// Timer lateness on the system clock: how long after its instant a deadline acts, against a
 /// bare `Task.sleep(until:tolerance: .zero)` measured in the same run (issue 28). One timer at a
@@ -9,9 +10,11 @@ import Foundation
 /// - waiting op's end: an op in a suspended queue whose deadline passes; its completion handler
 ///   stamps (the time until a waiting operation's end);
 /// - executing op's cancellation: a body that sleeps until cancelled; the task's cancellation
-///   handler stamps (the time until the body sees its deadline).
+///   handler stamps (the time until the body sees its deadline). An op that has not started by
+///   its deadline ends failed without running its body: its completion handler records the
+///   sample as missed.
 /// The task-per-op row is the bare sleep: a detached task that sleeps until the instant, then
-/// stamps. Per run: p50 and p99 of the samples.
+/// stamps. Per run: p50 and p99 of the samples stamped, and how many were missed.
 enum Timers {
   static let variants = ["waiting op's end", "executing op's cancellation"]
 
@@ -19,21 +22,27 @@ enum Timers {
     var rows: [Row] = []
     let count = sizes.timerSamples
     for (index, variant) in variants.enumerated() {
+      let label = "timers \(variant) samples=\(count)"
       let samples = runInterleaved(
-        "timers \(variant) samples=\(count)",
+        label,
         [
           Contender(system: .taskPerOp) {
-            percentiles(count) { due, stamp in sleep(until: due, then: stamp) }
+            percentiles(count, label) { sample in sleep(until: sample.due, then: sample.stamp) }
           },
           Contender(system: .actorQueue) {
-            index == 0 ? waitingEnds(count) : executingCancellations(count)
+            index == 0 ? waitingEnds(count, label) : executingCancellations(count, label)
           },
-        ], metrics: 2, options: options)
-      rows += makeRows(
+        ], metrics: 3, options: options)
+      var variantRows = makeRows(
         scenario: "timers", variant: variant, metrics: ["p50", "p99"], n: count, ops: nil,
-        kinds: [.latency, .latency], samples: samples, runs: options.runs,
+        kinds: [.latency, .latency], samples: samples.mapValues { Array($0.prefix(2)) }, runs: options.runs,
         note: "timers: lateness of a deadline 2 ms ahead on the system clock, one at a time; task per op: "
-          + "Task.sleep(until:tolerance: .zero) in a detached task, stamped when it wakes")
+          + "Task.sleep(until:tolerance: .zero) in a detached task, stamped when it wakes; a sample whose op "
+          + "ended before its body ran (its deadline passed before it started) is missed, not a lateness")
+      for row in variantRows.indices {
+        variantRows[row].missedSamples = samples[variantRows[row].system].map { Int($0[2].reduce(0, +)) }
+      }
+      rows += variantRows
     }
     return rows
   }
@@ -46,50 +55,102 @@ enum Timers {
     }
   }
 
-  private static func waitingEnds(_ count: Int) -> [Double] {
+  private static func waitingEnds(_ count: Int, _ label: String) -> [Double] {
     let queue = ActorQueue(name: "timers")
     queue.isSuspended = true
-    return percentiles(count) { due, stamp in
-      queue.addOperation(traits: [.deadline(due)]) {}.onCompletion { _ in stamp() }
+    return percentiles(count, label) { sample in
+      // In a suspended queue, the deadline is the only way the op can end.
+      queue.addOperation(traits: [.deadline(sample.due)]) {}.onCompletion { _ in sample.stamp() }
     }
   }
 
-  private static func executingCancellations(_ count: Int) -> [Double] {
+  private static func executingCancellations(_ count: Int, _ label: String) -> [Double] {
     let queue = ActorQueue(name: "timers")
-    return percentiles(count) { due, stamp in
-      queue.addOperation(traits: [.deadline(due)]) {
+    return percentiles(count, label) { sample in
+      queue.addOperation(traits: [.deadline(sample.due)]) {
+        sample.bodyStarted()
         await withTaskCancellationHandler {
           try? await Task.sleep(for: .seconds(60))
         } onCancel: {
-          stamp()
+          sample.stamp()
+        }
+      }.onCompletion { result in
+        // Every end resolves the sample: a body that ran has stamped by now (its handler runs
+        // before the body returns); one that never ran, its deadline passed first, is missed.
+        if sample.hasBodyStarted {
+          sample.stamp()
+        } else {
+          sample.miss("the op ended before its body ran: \(result)")
         }
       }
     }
   }
 
-  /// Measures `count` latenesses: for each, a deadline 2 ms ahead is given to `arm`, whose
-  /// callback stamps how late it came; returns [p50, p99] in seconds.
-  private static func percentiles(
-    _ count: Int, arm: (QueueDeadline, @escaping @Sendable () -> Void) -> Void
-  ) -> [Double] {
-    let late = Box<Duration?>(nil)
-    let stamped = DispatchSemaphore(value: 0)
+  /// One lateness sample: a deadline 2 ms ahead, and how the op given it ended, recorded once by
+  /// whichever callback comes first; the driver waits for it.
+  final class Sample: Sendable {
+    enum Outcome: Sendable {
+      /// How late the deadline acted.
+      case late(Duration)
+      /// Why nothing stamped.
+      case missed(String)
+    }
+
+    let due = QueueClock.system.deadline(in: .milliseconds(2))
+    private let outcome = Mutex<Outcome?>(nil)
+    private let started = Atomic<Bool>(false)
+    private let resolved = DispatchSemaphore(value: 0)
+
+    /// Records how late the deadline acted (now), unless the sample already has an outcome.
+    func stamp() { resolve(.late(.zero - due.remaining)) }
+
+    /// Records that no lateness can be read, unless the sample already has an outcome.
+    func miss(_ reason: String) { resolve(.missed(reason)) }
+
+    func bodyStarted() { started.store(true, ordering: .releasing) }
+    var hasBodyStarted: Bool { started.load(ordering: .acquiring) }
+
+    private func resolve(_ value: Outcome) {
+      let first = outcome.withLock { outcome in
+        guard outcome == nil else { return false }
+        outcome = value
+        return true
+      }
+      if first { resolved.signal() }
+    }
+
+    /// The outcome, once a callback recorded it; a stuck scenario if none does in time.
+    func wait(_ what: @autoclosure () -> String) -> Outcome {
+      resolved.wait(for: what())
+      guard let outcome = outcome.withLock({ $0 }) else {
+        preconditionFailure("Internal inconsistency: a signal without an outcome")
+      }
+      return outcome
+    }
+  }
+
+  /// Measures `count` latenesses: for each, `arm` gives a new sample's deadline to the system,
+  /// whose callbacks resolve it; returns [p50, p99, samples missed] (seconds, seconds, count).
+  private static func percentiles(_ count: Int, _ label: String, arm: (Sample) -> Void) -> [Double] {
     var latenesses: [Double] = []
     latenesses.reserveCapacity(count)
-    for _ in 0..<count {
-      let due = QueueClock.system.deadline(in: .milliseconds(2))
-      late.set(nil)
-      arm(due) {
-        late.set(.zero - due.remaining)
-        stamped.signal()
+    var missed: [String] = []
+    for index in 0..<count {
+      let sample = Sample()
+      arm(sample)
+      switch sample.wait("the end of sample \(index + 1) of \(label)") {
+      case .late(let lateness): latenesses.append(lateness.seconds)
+      case .missed(let reason): missed.append(reason)
       }
-      stamped.wait()
-      guard let lateness = late.get() else { preconditionFailure("Internal inconsistency: no stamp") }
-      latenesses.append(lateness.seconds)
     }
+    if let first = missed.first {
+      Progress.report("\(label): missed \(missed.count) of \(count) samples (first: \(first))")
+    }
+    guard !latenesses.isEmpty else { return [.nan, .nan, Double(missed.count)] }
     latenesses.sort()
     return [
       Statistics.percentile(0.5, ofSorted: latenesses), Statistics.percentile(0.99, ofSorted: latenesses),
+      Double(missed.count),
     ]
   }
 }

@@ -112,7 +112,7 @@ public struct RetryPolicy: Sendable, CustomStringConvertible {
   /// (predicate, custom decision, generator), run outside the scheduler's lock.
   func delay(after context: RetryContext, previousDelay: Int64) -> Int64? {
     if let decide = storage.decide {
-      return decide(context).delay.map { Backoff.nanoseconds($0) }
+      return decide(context).delay.map(\.wholeNanoseconds)
     }
     if let retryIf = storage.retryIf, !retryIf(context.error) { return nil }
     var random = SystemRandomNumberGenerator()
@@ -199,7 +199,8 @@ public struct Backoff: Sendable, CustomStringConvertible {
       return jitter.apply(to: initial, random: &random)
     case .linear:
       let (added, overflow) = step.multipliedReportingOverflow(by: Int64(clamping: attempt - 1))
-      return jitter.apply(to: overflow ? maximum : min(maximum, Self.adding(initial, added)), random: &random)
+      return jitter.apply(
+        to: overflow ? maximum : min(maximum, SaturatingTime.adding(initial, added)), random: &random)
     case .exponential where step == 1:
       return jitter.apply(to: initial, random: &random)
     case .exponential:
@@ -213,29 +214,17 @@ public struct Backoff: Sendable, CustomStringConvertible {
       }
       return jitter.apply(to: min(delay, maximum), random: &random)
     case .decorrelated:
-      let upper = min(maximum, max(initial, Self.adding(previous, Self.adding(previous, previous))))
+      let upper = min(
+        maximum, max(initial, SaturatingTime.adding(previous, SaturatingTime.adding(previous, previous))))
       return jitter.draw(in: initial...upper, random: &random)
     }
-  }
-
-  static func adding(_ a: Int64, _ b: Int64) -> Int64 {
-    let (sum, overflow) = a.addingReportingOverflow(b)
-    return overflow ? .max : sum
-  }
-
-  /// A duration in nanoseconds, saturating at `Int64.max` (a `Duration` spans far more).
-  static func nanoseconds(_ duration: Duration) -> Int64 {
-    let (seconds, attoseconds) = duration.components
-    if seconds >= Int64.max / 1_000_000_000 { return .max }
-    if seconds <= Int64.min / 1_000_000_000 { return .min }
-    return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
   }
 
   private static func checked(_ duration: Duration, _ call: String) -> Int64 {
     guard duration >= .zero else {
       fatalError("ActorQueue: Backoff.\(call): a delay cannot be negative; use .zero to retry at once")
     }
-    return nanoseconds(duration)
+    return duration.wholeNanoseconds
   }
 
   private static func checkedRange(_ initial: Duration, _ maximum: Duration, _ call: String) -> (Int64, Int64)

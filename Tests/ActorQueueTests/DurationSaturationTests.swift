@@ -245,6 +245,46 @@ struct DurationSaturationTests {
     #expect(remaining.snapshot == [nil, .nanoseconds(Int64.max)])
   }
 
+  // MARK: A negative delay from a custom policy (issue 59, item 7)
+
+  @Test("RetryDecision.retry(after:) below zero counts as zero")
+  func negativeRetryDecisionIsZero() {
+    #expect(RetryDecision.retry(after: .seconds(-1)) == .retry(after: .zero))
+    #expect(RetryDecision.retry(after: .seconds(Int64.min)) == .retry(after: .zero))
+    #expect(
+      RetryDecision.retry(after: .seconds(-1)).description == RetryDecision.retry(after: .zero).description)
+  }
+
+  @Test("A custom policy that answers a negative delay retries at once, on a running queue")
+  func negativeDelayRetriesAtOnce() async throws {
+    let clock = ManualClock()
+    let queue = ActorQueue(name: "negative", clock: clock.queueClock)
+    let policy = RetryPolicy.custom(maxAttempts: 3) { context in
+      .retry(after: .seconds(-Int64(context.attempt)))
+    }
+    let operation = queue.addOperation(traits: [.retry(policy)]) { () -> Int in
+      guard attemptNumber == 3 else { throw AttemptError(attempt: attemptNumber) }
+      return 3
+    }
+    // No clock advance: each retry is due at once.
+    #expect(try await operation.value == 3)
+    #expect(operation.attemptCount == 3)
+  }
+
+  @Test("A negative delay from a custom policy does not stop the program (exit test)")
+  func negativeDelayDoesNotStop() async {
+    await #expect(processExitsWith: .success) {
+      let queue = ActorQueue(name: "negative")
+      let policy = RetryPolicy.custom(maxAttempts: 2) { _ in .retry(after: .milliseconds(-5)) }
+      let operation = queue.addOperation(traits: [.retry(policy)]) { () -> Int in
+        guard attemptNumber == 2 else { throw AttemptError(attempt: attemptNumber) }
+        return 2
+      }
+      let value = try? await operation.value
+      precondition(value == 2, "the retried operation returned \(String(describing: value))")
+    }
+  }
+
   // MARK: The manual clock at the end of time
 
   @Test("ManualClock.advance(by:) too far stops at the last instant, where what never comes stays armed")

@@ -302,9 +302,11 @@ extension Scheduler {
     _ clock: UInt64, to target: Int64, now: () -> SchedulerInstant, _ effects: inout Effects
   ) -> Bool {
     guard let current = manualClocks[clock]?.now else { return false }
-    precondition(
-      target >= current,
-      "ActorQueue: a manual clock cannot go back (it is at \(current) ns, asked for \(target) ns)")
+    guard target >= current else {
+      fatalError(
+        "ActorQueue: a manual clock cannot go back (it is at \(current) ns, asked for \(target) ns); "
+          + "advance each manual clock from one task at a time, to instants after its now")
+    }
     var stop = target
     // A permit timer at or before the clock's instant is one a deferred arbitration has not
     // re-armed yet: never a stop, so that every call moves the clock.

@@ -132,7 +132,7 @@ extension QueueDeadline: InstantProtocol {
 extension QueueClock {
   /// Moves a manual clock to `instant`, firing what is due (`ActorQueueTesting`'s `ManualClock`).
   package func advanceManual(to instant: QueueDeadline) {
-    precondition(!isSystem, "ActorQueue: only a manual clock can be advanced")
+    precondition(!isSystem, "Internal inconsistency: only a manual clock can be advanced")
     // Each stop at a permit timer's instant is an event of its own (see `advanceManualClock`).
     while Engine.run({ $0.advanceManualClock(id, to: instant.nanoseconds, now: Engine.now, &$1) }) {}
   }

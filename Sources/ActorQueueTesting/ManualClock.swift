@@ -56,15 +56,31 @@ public final class ManualClock: Clock, Sendable {
   /// with the clock at its instant, before this returns: operations whose deadline passed have
   /// ended (their completion handlers have run and their waiters are resumed), and the tasks of
   /// those that were executing are cancelled; tasks sleeping on this clock until then are
-  /// resumed, each once the clock is at its instant. `duration` must not be negative.
+  /// resumed, each once the clock is at its instant. A `duration` too long to represent moves
+  /// the clock to the last instant, where timers that never come stay armed. A negative
+  /// `duration` stops the program with a message, in every build configuration.
   public func advance(by duration: Duration) {
-    precondition(duration >= .zero, "ManualClock.advance(by: \(duration)): a clock cannot go back")
+    guard duration >= .zero else {
+      fatalError(
+        "ManualClock.advance(by: \(duration)): a clock cannot go back; pass a duration of zero or more")
+    }
     advance(to: now + duration)
   }
 
-  /// Moves the clock to `instant` (of this clock, not earlier than now), as ``advance(by:)``.
+  /// Moves the clock to `instant`, as ``advance(by:)``. An instant of another clock, or one
+  /// earlier than ``now``, stops the program with a message, in every build configuration.
   public func advance(to instant: QueueDeadline) {
-    precondition(instant.clock == queueClock, "ManualClock.advance(to:): \(instant) is of another clock")
+    guard instant.clock == queueClock else {
+      fatalError(
+        "ManualClock.advance(to: \(instant)): the instant is of another clock than this one (\(queueClock)); "
+          + "make it with this clock's now + duration")
+    }
+    let current = now
+    guard instant >= current else {
+      fatalError(
+        "ManualClock.advance(to: \(instant)): the instant is earlier than the clock's now (\(current)); "
+          + "a clock cannot go back: pass an instant at or after now")
+    }
     // Stops at each sleeper's instant on the way, so that it wakes after the timers due before
     // it and before those due after.
     while let next = sleepers.withLock({ $0.waiting.map(\.deadline).filter { $0 <= instant }.min() }) {
@@ -77,12 +93,16 @@ public final class ManualClock: Clock, Sendable {
   }
 
   /// Suspends until the clock reaches `deadline` (at once if it has), as `Task.sleep` does on a
-  /// real clock; `tolerance` is ignored: a manual clock is exact.
+  /// real clock; `tolerance` is ignored: a manual clock is exact. An instant of another clock
+  /// stops the program with a message, in every build configuration.
   ///
   /// - Throws: `CancellationError` if the task is cancelled before (or while) it sleeps.
   public func sleep(until deadline: QueueDeadline, tolerance: Duration? = nil) async throws {
-    precondition(
-      deadline.clock == queueClock, "ManualClock.sleep(until:): \(deadline) is of another clock")
+    guard deadline.clock == queueClock else {
+      fatalError(
+        "ManualClock.sleep(until: \(deadline)): the instant is of another clock than this one (\(queueClock)); "
+          + "make it with this clock's now + duration")
+    }
     try Task.checkCancellation()
     guard deadline > now else { return }
     let operation = ActorQueue.currentOperationID

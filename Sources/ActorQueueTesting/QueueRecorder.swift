@@ -25,7 +25,9 @@ public final class QueueRecorder: Sendable {
 
   private func events(of queue: ActorQueue) -> [QueueEvent] {
     guard let recording = recordings.first(where: { $0.queue == ObjectIdentifier(queue) })?.recording else {
-      preconditionFailure("QueueRecorder: \(queue.name ?? "this queue") is not one of the recorded queues")
+      fatalError(
+        "QueueRecorder: \(queue.name ?? "this queue") is not one of the recorded queues; "
+          + "pass it to QueueRecorder(_:) with the others")
     }
     return recording.events
   }

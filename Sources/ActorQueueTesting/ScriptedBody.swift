@@ -69,11 +69,12 @@ public struct ScriptedBody<Value: Sendable>: Sendable {
   private let progress: Progress
 
   /// A body that takes `steps` in order, run after run. At least one must end a run (returning,
-  /// failing or hanging): a precondition, checked here.
+  /// failing or hanging): checked here, and without one it stops the program with a message, in
+  /// every build configuration.
   public init(_ steps: [Step]) {
-    precondition(
-      steps.contains(where: \.endsRun),
-      "ScriptedBody needs a step that ends a run: .returning(_:), .failing(_:) or .hanging")
+    guard steps.contains(where: \.endsRun) else {
+      fatalError("ScriptedBody needs a step that ends a run: add .returning(_:), .failing(_:) or .hanging")
+    }
     progress = Progress(steps)
   }
 

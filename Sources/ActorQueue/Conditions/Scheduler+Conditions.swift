@@ -114,7 +114,7 @@ extension Scheduler {
     _ effects: inout Effects
   ) -> WorkerAction {
     let needsInstant = delay > 0 || !queues[queue].subscribers.isEmpty
-    let at = needsInstant ? Backoff.adding(instant(of: queues[queue].clock, now: now), delay) : 0
+    let at = needsInstant ? SaturatingTime.adding(instant(of: queues[queue].clock, now: now), delay) : 0
     timeStates[Int(operations[index].timeSlot)].deferredBy = name
     return returnToPending(
       index, worker: worker, queue: queue, delay: delay, at: at,

@@ -45,7 +45,9 @@ final class EventChannel<Element: Sendable>: Sendable {
     capacity: Int? = nil,
     droppedMarker: (@Sendable (_ count: Int, _ last: Element) -> Element)? = nil
   ) {
-    precondition(capacity.map { $0 >= 1 } ?? true, "A bounded subscriber must buffer at least one event")
+    precondition(
+      capacity.map { $0 >= 1 } ?? true,
+      "Internal inconsistency: a bounded subscriber's capacity below 1 was not refused by its caller")
     self.capacity = capacity
     self.droppedMarker = droppedMarker
   }

@@ -51,7 +51,8 @@ final class ExternalStartTrampoline {
     let status = pthread_key_create(&key) {
       Unmanaged<ExternalStartTrampoline>.fromOpaque(($0 as UnsafeMutableRawPointer?)!).release()
     }
-    precondition(status == 0, "pthread_key_create failed: \(status)")
+    // The system refused (no keys left): stop with its status, in every build configuration.
+    if status != 0 { fatalError("ActorQueue: pthread_key_create failed: \(status)") }
     return key
   }()
 

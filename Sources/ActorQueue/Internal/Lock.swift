@@ -81,7 +81,8 @@ final class LockStorage<Value>: ManagedBuffer<Value, pthread_mutex_t> {
       #else
         let status = pthread_mutex_init(mutex, nil)
       #endif
-      precondition(status == 0, "pthread_mutex_init failed: \(status)")
+      // The system refused (out of memory): stop with its status, in every build configuration.
+      if status != 0 { fatalError("ActorQueue: pthread_mutex_init failed: \(status)") }
     }
     return storage
   }

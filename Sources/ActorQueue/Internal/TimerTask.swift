@@ -38,7 +38,9 @@ package enum TimerTask {
     defer { _ = state.withLock { $0.live.removeValue(forKey: generation) } }
     // The instant is of `CLOCK_MONOTONIC`; the sleep is on `ContinuousClock`, which may run ahead
     // of it on Linux (it counts the system's suspension): woken early, it sleeps again.
-    while case let remaining = at &- SchedulerInstant.now().nanoseconds, remaining > 0 {
+    while case let remaining = SaturatingTime.subtracting(at, SchedulerInstant.now().nanoseconds),
+      remaining > 0
+    {
       do {
         try await Task.sleep(for: .nanoseconds(remaining), tolerance: .zero)
       } catch {

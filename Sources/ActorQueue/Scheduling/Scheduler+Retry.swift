@@ -15,14 +15,22 @@ struct RetryState: Sendable {
 
 /// A retried operation's state that only a custom policy (its context) or a deadline needs.
 struct RetryExtras: Sendable {
-  /// The operation's deadline, on the queue's clock (`.max`: none).
-  var deadline: Int64 = .max
+  /// The operation's deadline, on the queue's clock (`nil`: none; `SaturatingTime.never`: one
+  /// that never comes).
+  var deadline: Int64?
   /// The instant the first attempt started, on the queue's clock (`.min` until it is settled).
   var firstStart: Int64 = .min
   /// A custom policy's earlier errors, oldest first, at most `keptErrors`.
   var errors: [any Error] = []
 
   static let keptErrors = 8
+
+  /// Whether an attempt that starts at `at` starts before the deadline: always without one, or
+  /// with one that never comes (even a backoff too long to represent, which never ends either).
+  func startsBeforeDeadline(_ at: Int64) -> Bool {
+    guard let deadline, deadline != SaturatingTime.never else { return true }
+    return at < deadline
+  }
 }
 
 /// What follows a failed attempt that may be retried.
@@ -267,8 +275,9 @@ extension Scheduler {
     let clockNow = instant(of: retryClock(of: index), now: now)
     let context = RetryContext(
       attempt: Int(retryStates[slot].attempt), error: error, previousErrors: extras.errors,
-      elapsed: .nanoseconds(extras.firstStart == .min ? 0 : clockNow &- extras.firstStart),
-      timeUntilDeadline: extras.deadline == .max ? nil : .nanoseconds(extras.deadline &- clockNow))
+      elapsed: .nanoseconds(
+        extras.firstStart == .min ? 0 : SaturatingTime.subtracting(clockNow, extras.firstStart)),
+      timeUntilDeadline: extras.deadline.map { .nanoseconds(SaturatingTime.subtracting($0, clockNow)) })
     return .ask(
       PendingRetry(
         index: index, id: operations[index].id, outcome: outcome, policy: policy, context: context,
@@ -316,11 +325,11 @@ extension Scheduler {
     let clock = queues[queue].clock
     let delay = max(0, delay)
     // The clock is read only when something needs the instant.
-    let deadline = retryStates[slot].hasExtras ? retryExtras(of: index).deadline : .max
-    let needsInstant = delay > 0 || deadline != .max || !queues[queue].subscribers.isEmpty
+    let extras = retryStates[slot].hasExtras ? retryExtras(of: index) : nil
+    let needsInstant = delay > 0 || extras?.deadline != nil || !queues[queue].subscribers.isEmpty
     let clockNow = needsInstant ? instant(of: clock, now: now) : 0
-    let at = Backoff.adding(clockNow, delay)
-    guard at < deadline else { return nil }
+    let at = SaturatingTime.adding(clockNow, delay)
+    guard extras?.startsBeforeDeadline(at) ?? true else { return nil }
     retryStates[slot].previousDelay = delay
     if retryStates[slot].policy?.keepsErrors == true {
       let dropped = modifyRetryExtras(of: index) { extras -> (any Error)? in

@@ -107,7 +107,7 @@ extension Scheduler {
     if let after = traits.deadlineAfterSubmission {
       let current = instant(of: clock, now: now)
       clockNow = current
-      at = min(at, current &+ after)
+      at = min(at, SaturatingTime.adding(current, after))
     }
     if operations[index].retrySlot >= 0 { modifyRetryExtras(of: index) { $0.deadline = at } }
     if operations[index].timeSlot >= 0 { timeStates[Int(operations[index].timeSlot)].deadline = at }
@@ -158,7 +158,7 @@ extension Scheduler {
         }
         let clock = timeStates[slot].clock
         if clock == 0, systemNow == nil { systemNow = now().nanoseconds }
-        let at = (clock == 0 ? systemNow! : manualNow(of: clock)) &+ timeout
+        let at = SaturatingTime.adding(clock == 0 ? systemNow! : manualNow(of: clock), timeout)
         timeStates[slot].armedTimeout = at
         arm(TimerEntry(at: at, index: entry.index, id: entry.id, action: .executionTimeout), on: clock)
       }
@@ -302,9 +302,11 @@ extension Scheduler {
     _ clock: UInt64, to target: Int64, now: () -> SchedulerInstant, _ effects: inout Effects
   ) -> Bool {
     guard let current = manualClocks[clock]?.now else { return false }
-    precondition(
-      target >= current,
-      "ActorQueue: a manual clock cannot go back (it is at \(current) ns, asked for \(target) ns)")
+    guard target >= current else {
+      fatalError(
+        "ActorQueue: a manual clock cannot go back (it is at \(current) ns, asked for \(target) ns); "
+          + "advance each manual clock from one task at a time, to instants after its now")
+    }
     var stop = target
     // A permit timer at or before the clock's instant is one a deferred arbitration has not
     // re-armed yet: never a stop, so that every call moves the clock.
@@ -324,9 +326,10 @@ extension Scheduler {
     clock == 0 ? systemTimers.first : manualClocks[clock]?.timers.first
   }
 
-  /// Fires `clock`'s live timers due at or before `instant`.
+  /// Fires `clock`'s live timers due at or before `instant`; those at `SaturatingTime.never`
+  /// never fire (a manual clock moved that far leaves them armed).
   private mutating func fireDue(on clock: UInt64, through instant: Int64, _ effects: inout Effects) {
-    while let first = firstTimer(of: clock), first.at <= instant {
+    while let first = firstTimer(of: clock), first.at <= instant, first.at != SaturatingTime.never {
       let live = isLive(first)
       if clock == 0 {
         _ = systemTimers.popFirst()
@@ -492,7 +495,7 @@ extension Scheduler {
     let clock = queue >= 0 ? queues[queue].clock : (time(of: index)?.clock ?? 0)
     nextWaiterToken += 1
     let token = nextWaiterToken
-    let at = instant(of: clock, now: now) &+ timeout.wholeNanoseconds
+    let at = SaturatingTime.adding(instant(of: clock, now: now), timeout.wholeNanoseconds)
     modifyTime(of: index) {
       $0.timedWaiters.append(TimedWaiter(token: token, clock: clock, continuation: continuation))
     }

@@ -40,14 +40,15 @@ struct SchedulerInstant: Comparable, Hashable, Sendable {
     lhs.nanoseconds < rhs.nanoseconds
   }
 
-  /// The time from `self` to `other`.
+  /// The time from `self` to `other` (saturating, as ``SaturatingTime`` does).
   func duration(to other: SchedulerInstant) -> Duration {
-    .nanoseconds(other.nanoseconds &- nanoseconds)
+    .nanoseconds(SaturatingTime.subtracting(other.nanoseconds, nanoseconds))
   }
 
-  /// `self` moved by `duration` (to the nanosecond).
+  /// `self` moved by `duration` (to the nanosecond), saturating: a duration too long to
+  /// represent ends at ``SaturatingTime/never``.
   func advanced(by duration: Duration) -> SchedulerInstant {
-    SchedulerInstant(nanoseconds: nanoseconds &+ duration.wholeNanoseconds)
+    SchedulerInstant(nanoseconds: SaturatingTime.adding(nanoseconds, duration.wholeNanoseconds))
   }
 
   static func + (instant: SchedulerInstant, duration: Duration) -> SchedulerInstant {
@@ -55,18 +56,10 @@ struct SchedulerInstant: Comparable, Hashable, Sendable {
   }
 
   static func - (instant: SchedulerInstant, duration: Duration) -> SchedulerInstant {
-    instant.advanced(by: .zero - duration)
+    SchedulerInstant(nanoseconds: SaturatingTime.subtracting(instant.nanoseconds, duration.wholeNanoseconds))
   }
 
   static func += (instant: inout SchedulerInstant, duration: Duration) {
     instant = instant.advanced(by: duration)
-  }
-}
-
-extension Duration {
-  /// The duration in whole nanoseconds (rounded toward zero).
-  var wholeNanoseconds: Int64 {
-    let (seconds, attoseconds) = components
-    return seconds &* 1_000_000_000 &+ attoseconds / 1_000_000_000
   }
 }

@@ -1,7 +1,8 @@
 /// Deadlines and timeouts: the `traits:` overloads, and waiting with a time limit.
 extension ActorQueue {
   /// The instant `duration` from now on this queue's ``clock``: a deadline for operations of
-  /// this queue, or of any queue on the same clock.
+  /// this queue, or of any queue on the same clock. It saturates as ``QueueClock/deadline(in:)``
+  /// does: a duration too long to represent gives a deadline that never comes.
   public nonisolated func deadline(in duration: Duration) -> QueueDeadline {
     clock.deadline(in: duration)
   }
@@ -164,7 +165,8 @@ extension AnyQueueOperation {
   /// Suspends until the operation has ended or `timeout` has passed on its queue's clock (the
   /// system clock while it is in no queue), whichever comes first; returns whether it ended.
   /// The operation is left alone either way (to stop it, call ``cancel()``). A `timeout` of zero
-  /// or less returns at once.
+  /// or less returns at once; one too long to represent in 64-bit nanoseconds (about 292 years)
+  /// waits for the end alone.
   ///
   /// Like ``waitUntilFinished()``, cancelling the waiting task does not end the wait. Cost: one
   /// timer, at most O(log n) in the timers armed. Foundation has no such wait (its `waitUntilFinished()`

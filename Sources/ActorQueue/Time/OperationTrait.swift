@@ -45,16 +45,19 @@ public struct OperationTrait: Sendable, CustomStringConvertible {
   }
 
   /// ``deadline(_:)`` at `duration` after the operation is added to its queue, on the queue's
-  /// clock. A duration of zero or less ends it as soon as it is added.
+  /// clock. A duration of zero or less ends it as soon as it is added; one too long to represent
+  /// in 64-bit nanoseconds (about 292 years) is a deadline that never comes.
   public static func deadline(in duration: Duration) -> OperationTrait {
     OperationTrait(kind: .deadlineIn(duration, nanoseconds: duration.wholeNanoseconds))
   }
 
   /// Ends the operation with ``OperationTimeoutError/Kind-swift.struct/executionTimeout`` if its
   /// body runs longer than `duration`, counted from the body's first line (time spent waiting
-  /// for a dependency, a slot, its conditions or its task to be scheduled does not count). What happens then is what ``deadline(_:)`` does to an
-  /// executing operation. `duration` must be positive (precondition, in every build
-  /// configuration): to stop an operation now, call `cancel()`.
+  /// for a dependency, a slot, its conditions or its task to be scheduled does not count). What
+  /// happens then is what ``deadline(_:)`` does to an executing operation. A duration too long to
+  /// represent in 64-bit nanoseconds (about 292 years) never passes. `duration` must be positive
+  /// (below, it stops the program with a message, in every build configuration): to stop an
+  /// operation now, call `cancel()`.
   public static func timeout(_ duration: Duration) -> OperationTrait {
     guard duration > .zero else {
       fatalError(

@@ -25,10 +25,12 @@ public struct QueueClock: Sendable, Hashable, CustomStringConvertible {
   /// Whether this is the system clock (otherwise a test's manual clock).
   public var isSystem: Bool { id == 0 }
 
-  /// The instant `duration` from now on this clock. Cost: one read of the system's clock, or for
-  /// a manual clock one short hold of the scheduler's lock.
+  /// The instant `duration` from now on this clock. A duration too long to represent in 64-bit
+  /// nanoseconds (about 292 years) gives an instant that never comes, and one too far below zero
+  /// an instant long past: neither wraps around. Cost: one read of the system's clock, or for a
+  /// manual clock one short hold of the scheduler's lock.
   public func deadline(in duration: Duration) -> QueueDeadline {
-    QueueDeadline(clock: self, nanoseconds: nowNanoseconds &+ duration.wholeNanoseconds)
+    QueueDeadline(clock: self, nanoseconds: SaturatingTime.adding(nowNanoseconds, duration.wholeNanoseconds))
   }
 
   /// The current instant of this clock, as a deadline that has just passed.
@@ -56,8 +58,9 @@ public struct QueueClock: Sendable, Hashable, CustomStringConvertible {
 /// An instant of one ``QueueClock``: when an operation's deadline falls.
 ///
 /// Made by ``QueueClock/deadline(in:)`` or ``ActorQueue/deadline(in:)``, and moved with `+`
-/// and `-`. Two deadlines compare only on the same clock (comparing those of two clocks is a
-/// precondition failure, in every build configuration).
+/// and `-`, which saturate (a duration too long to represent gives an instant that never comes).
+/// Two deadlines compare only on the same clock (comparing those of two clocks stops the program
+/// with a message, in every build configuration).
 public struct QueueDeadline: Sendable, Hashable, Comparable, CustomStringConvertible {
   /// The clock this is an instant of.
   public let clock: QueueClock
@@ -79,18 +82,26 @@ public struct QueueDeadline: Sendable, Hashable, Comparable, CustomStringConvert
     return lhs.nanoseconds < rhs.nanoseconds
   }
 
-  /// The deadline `duration` later.
+  /// The deadline `duration` later, saturating: past the last representable instant it is one
+  /// that never comes, and before the first one long past (it never wraps around).
   public static func + (deadline: QueueDeadline, duration: Duration) -> QueueDeadline {
-    QueueDeadline(clock: deadline.clock, nanoseconds: deadline.nanoseconds &+ duration.wholeNanoseconds)
+    QueueDeadline(
+      clock: deadline.clock,
+      nanoseconds: SaturatingTime.adding(deadline.nanoseconds, duration.wholeNanoseconds))
   }
 
-  /// The deadline `duration` earlier.
+  /// The deadline `duration` earlier, saturating as ``+(_:_:)`` does.
   public static func - (deadline: QueueDeadline, duration: Duration) -> QueueDeadline {
-    QueueDeadline(clock: deadline.clock, nanoseconds: deadline.nanoseconds &- duration.wholeNanoseconds)
+    QueueDeadline(
+      clock: deadline.clock,
+      nanoseconds: SaturatingTime.subtracting(deadline.nanoseconds, duration.wholeNanoseconds))
   }
 
-  /// The time from now until this deadline on its clock (negative once it has passed).
-  public var remaining: Duration { .nanoseconds(nanoseconds &- clock.nowNanoseconds) }
+  /// The time from now until this deadline on its clock (negative once it has passed),
+  /// saturating at the largest and smallest 64-bit count of nanoseconds.
+  public var remaining: Duration {
+    .nanoseconds(SaturatingTime.subtracting(nanoseconds, clock.nowNanoseconds))
+  }
 
   /// `12.500000000s (system)`.
   public var description: String {
@@ -105,22 +116,23 @@ extension QueueDeadline: InstantProtocol {
   /// The instant `duration` later (``+(_:_:)``).
   public func advanced(by duration: Duration) -> QueueDeadline { self + duration }
 
-  /// The time from this instant to `other`, of the same clock (of two clocks: a precondition
-  /// failure in every build configuration, as comparing them is).
+  /// The time from this instant to `other`, of the same clock, saturating at the largest and
+  /// smallest 64-bit count of nanoseconds (of two clocks: refused with a message in every build
+  /// configuration, as comparing them is).
   public func duration(to other: QueueDeadline) -> Duration {
     guard clock == other.clock else {
       fatalError(
         "ActorQueue: measured the time between deadlines of two clocks (\(clock) and \(other.clock)); "
           + "make both with the same queue's or clock's deadline(in:)")
     }
-    return .nanoseconds(other.nanoseconds &- nanoseconds)
+    return .nanoseconds(SaturatingTime.subtracting(other.nanoseconds, nanoseconds))
   }
 }
 
 extension QueueClock {
   /// Moves a manual clock to `instant`, firing what is due (`ActorQueueTesting`'s `ManualClock`).
   package func advanceManual(to instant: QueueDeadline) {
-    precondition(!isSystem, "ActorQueue: only a manual clock can be advanced")
+    precondition(!isSystem, "Internal inconsistency: only a manual clock can be advanced")
     // Each stop at a permit timer's instant is an event of its own (see `advanceManualClock`).
     while Engine.run({ $0.advanceManualClock(id, to: instant.nanoseconds, now: Engine.now, &$1) }) {}
   }

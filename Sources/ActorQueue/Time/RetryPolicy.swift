@@ -48,9 +48,10 @@ public struct RetryPolicy: Sendable, CustomStringConvertible {
   /// `jitter`) between them, while `retryIf` (if given) says the error is worth another attempt.
   ///
   /// The last attempt's error ends the operation without consulting `retryIf`. `maxAttempts`
-  /// must be at least 1 (precondition, in every build configuration); 1 never retries. Without
-  /// `retryIf` and a generator of the caller's, the next attempt is decided in the same step that
-  /// ends the failed one (nothing of the caller's runs, so no second pass through the lock).
+  /// must be at least 1 (below, it stops the program with a message, in every build
+  /// configuration); 1 never retries. Without `retryIf` and a generator of the caller's, the next
+  /// attempt is decided in the same step that ends the failed one (nothing of the caller's runs,
+  /// so no second pass through the lock).
   public static func attempts(
     _ maxAttempts: Int, backoff: Backoff = .exponential(), jitter: Jitter = .full,
     retryIf: (@Sendable (any Error) -> Bool)? = nil
@@ -63,6 +64,7 @@ public struct RetryPolicy: Sendable, CustomStringConvertible {
 
   /// At most `maxAttempts` attempts in all; after each failed attempt but the last, `decide`
   /// says whether to run again and after how long (no jitter is added to what it returns).
+  /// `maxAttempts` must be at least 1, as for ``attempts(_:backoff:jitter:retryIf:)``.
   public static func custom(
     maxAttempts: Int, _ decide: @escaping @Sendable (RetryContext) -> RetryDecision
   ) -> RetryPolicy {
@@ -112,7 +114,7 @@ public struct RetryPolicy: Sendable, CustomStringConvertible {
   /// (predicate, custom decision, generator), run outside the scheduler's lock.
   func delay(after context: RetryContext, previousDelay: Int64) -> Int64? {
     if let decide = storage.decide {
-      return decide(context).delay.map { Backoff.nanoseconds($0) }
+      return decide(context).delay.map(\.wholeNanoseconds)
     }
     if let retryIf = storage.retryIf, !retryIf(context.error) { return nil }
     var random = SystemRandomNumberGenerator()
@@ -136,21 +138,27 @@ public struct Backoff: Sendable, CustomStringConvertible {
   let step: Int64
   let maximum: Int64
 
-  /// The same delay after every attempt.
+  /// The same delay after every attempt. A `delay` below zero stops the program with a message,
+  /// in every build configuration (use `.zero` to retry at once); one too long to represent in
+  /// 64-bit nanoseconds (about 292 years) is a wait that never ends, until the operation is
+  /// cancelled or its deadline passes.
   public static func constant(_ delay: Duration) -> Backoff {
     let nanoseconds = checked(delay, "constant(\(delay))")
     return Backoff(kind: .constant, initial: nanoseconds, step: 0, maximum: nanoseconds)
   }
 
-  /// `initial`, then `increment` more after each attempt, never above `maximum`.
+  /// `initial`, then `increment` more after each attempt, never above `maximum`. A duration
+  /// below zero, or a `maximum` below `initial`, stops the program with a message, in every
+  /// build configuration.
   public static func linear(initial: Duration, increment: Duration, maximum: Duration) -> Backoff {
     let call = "linear(initial: \(initial), increment: \(increment), maximum: \(maximum))"
     let (low, high) = checkedRange(initial, maximum, call)
     return Backoff(kind: .linear, initial: low, step: checked(increment, call), maximum: high)
   }
 
-  /// `initial`, multiplied by `factor` after each attempt, never above `maximum`. `factor`
-  /// must be at least 1.
+  /// `initial`, multiplied by `factor` after each attempt, never above `maximum`. A `factor`
+  /// below 1, a duration below zero, or a `maximum` below `initial` stops the program with a
+  /// message, in every build configuration.
   public static func exponential(
     initial: Duration = .milliseconds(100), factor: Int = 2, maximum: Duration = .seconds(30)
   ) -> Backoff {
@@ -164,7 +172,9 @@ public struct Backoff: Sendable, CustomStringConvertible {
 
   /// AWS's "decorrelated jitter": each delay is drawn between `base` and three times the
   /// previous one, never above `maximum`. It is random by itself, so the policy's jitter is not
-  /// added; the jitter's generator, if it has one, draws it (seeded tests stay reproducible).
+  /// added; the jitter's generator, if it has one, draws it (seeded tests stay reproducible). A
+  /// duration below zero, or a `maximum` below `base`, stops the program with a message, in
+  /// every build configuration.
   public static func decorrelated(base: Duration, maximum: Duration) -> Backoff {
     let (low, high) = checkedRange(base, maximum, "decorrelated(base: \(base), maximum: \(maximum))")
     return Backoff(kind: .decorrelated, initial: low, step: 0, maximum: high)
@@ -199,7 +209,8 @@ public struct Backoff: Sendable, CustomStringConvertible {
       return jitter.apply(to: initial, random: &random)
     case .linear:
       let (added, overflow) = step.multipliedReportingOverflow(by: Int64(clamping: attempt - 1))
-      return jitter.apply(to: overflow ? maximum : min(maximum, Self.adding(initial, added)), random: &random)
+      return jitter.apply(
+        to: overflow ? maximum : min(maximum, SaturatingTime.adding(initial, added)), random: &random)
     case .exponential where step == 1:
       return jitter.apply(to: initial, random: &random)
     case .exponential:
@@ -213,29 +224,17 @@ public struct Backoff: Sendable, CustomStringConvertible {
       }
       return jitter.apply(to: min(delay, maximum), random: &random)
     case .decorrelated:
-      let upper = min(maximum, max(initial, Self.adding(previous, Self.adding(previous, previous))))
+      let upper = min(
+        maximum, max(initial, SaturatingTime.adding(previous, SaturatingTime.adding(previous, previous))))
       return jitter.draw(in: initial...upper, random: &random)
     }
-  }
-
-  static func adding(_ a: Int64, _ b: Int64) -> Int64 {
-    let (sum, overflow) = a.addingReportingOverflow(b)
-    return overflow ? .max : sum
-  }
-
-  /// A duration in nanoseconds, saturating at `Int64.max` (a `Duration` spans far more).
-  static func nanoseconds(_ duration: Duration) -> Int64 {
-    let (seconds, attoseconds) = duration.components
-    if seconds >= Int64.max / 1_000_000_000 { return .max }
-    if seconds <= Int64.min / 1_000_000_000 { return .min }
-    return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
   }
 
   private static func checked(_ duration: Duration, _ call: String) -> Int64 {
     guard duration >= .zero else {
       fatalError("ActorQueue: Backoff.\(call): a delay cannot be negative; use .zero to retry at once")
     }
-    return nanoseconds(duration)
+    return duration.wholeNanoseconds
   }
 
   private static func checkedRange(_ initial: Duration, _ maximum: Duration, _ call: String) -> (Int64, Int64)
@@ -338,12 +337,13 @@ public struct RetryDecision: Sendable, Hashable, CustomStringConvertible {
   let delay: Duration?
 
   /// Run the operation again once `delay` has passed on its queue's clock (`.zero`: as soon as
-  /// it wins a slot again, by its original submission order).
+  /// it wins a slot again, by its original submission order). A `delay` below zero counts as
+  /// `.zero`, as ``ConditionResult/notYet(retryAfter:)`` does: a policy's arithmetic that goes
+  /// negative retries at once rather than stopping the program from a worker. One too long to
+  /// represent in 64-bit nanoseconds (about 292 years) is a wait that never ends, until the
+  /// operation is cancelled or its deadline passes.
   public static func retry(after delay: Duration) -> RetryDecision {
-    guard delay >= .zero else {
-      fatalError("ActorQueue: RetryDecision.retry(after: \(delay)): the delay cannot be negative; use .zero")
-    }
-    return RetryDecision(delay: delay)
+    RetryDecision(delay: max(delay, .zero))
   }
 
   /// End the operation with the error of the attempt that failed.

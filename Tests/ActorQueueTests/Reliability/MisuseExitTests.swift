@@ -1,4 +1,5 @@
 import ActorQueue
+import ActorQueueTesting
 import Foundation
 import TestSupport
 import Testing
@@ -217,6 +218,56 @@ struct ReliabilityMisuseTests {
       _ = Backoff.constant(.seconds(-1))
     }
     Self.expectNamesMisuse(negative, ["constant(-1.0 seconds)", "negative"])
+  }
+
+  @Test("ManualClock.advance(by:) a negative duration stops with a message saying a clock cannot go back")
+  func manualClockAdvanceByNegative() async {
+    let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      ManualClock().advance(by: .seconds(-1))
+    }
+    Self.expectNamesMisuse(result, ["advance(by: -1.0 seconds)", "cannot go back", "zero or more"])
+  }
+
+  @Test("ManualClock.advance(to:) an earlier instant stops with a message saying a clock cannot go back")
+  func manualClockAdvanceToEarlier() async {
+    let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      let clock = ManualClock()
+      let start = clock.now
+      clock.advance(by: .seconds(2))
+      clock.advance(to: start)
+    }
+    Self.expectNamesMisuse(result, ["advance(to:", "earlier than the clock's now", "cannot go back"])
+  }
+
+  @Test("ManualClock.advance(to:) and sleep(until:) another clock's instant stop with a message naming it")
+  func manualClockOtherClocksInstant() async {
+    let advance = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      ManualClock().advance(to: ManualClock().now + .seconds(1))
+    }
+    Self.expectNamesMisuse(advance, ["advance(to:", "another clock", "this clock's now + duration"])
+    let sleep = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      try? await ManualClock().sleep(until: ManualClock().now + .seconds(1))
+    }
+    Self.expectNamesMisuse(sleep, ["sleep(until:", "another clock", "this clock's now + duration"])
+  }
+
+  @Test("A ScriptedBody with no step that ends a run stops with a message naming the steps to add")
+  func scriptedBodyWithoutEnd() async {
+    let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      _ = ScriptedBody<Int>(.checkpoint)
+    }
+    Self.expectNamesMisuse(result, ["ScriptedBody", ".returning(_:)", ".hanging"])
+  }
+
+  @Test("A QueueRecorder asked about a queue it does not record stops with a message naming the queue")
+  func recorderOfAnotherQueue() async {
+    let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      let recorded = ActorQueue(name: "recorded")
+      let elsewhere = ActorQueue(name: "elsewhere")
+      let recorder = QueueRecorder(recorded)
+      withExtendedLifetime(recorded) { _ = recorder.maxConcurrency(in: elsewhere) }
+    }
+    Self.expectNamesMisuse(result, ["elsewhere", "not one of the recorded queues", "QueueRecorder(_:)"])
   }
 
   @Test("Legacy work with a retry stops with a message saying it cannot run twice")

@@ -1337,6 +1337,7 @@ struct ReferenceModel: Sendable {
         !ops[produced]!.state.isTerminal,
         !ops.contains(where: { other, model in
           other != current && !model.state.isTerminal && model.allDependencies.contains(produced)
+            && !model.requiresSuccess(of: current)
         })
       {
         cancel(produced)

@@ -158,7 +158,9 @@ extension Scheduler {
         }
         let clock = timeStates[slot].clock
         if clock == 0, systemNow == nil { systemNow = now().nanoseconds }
-        let at = SaturatingTime.adding(clock == 0 ? systemNow! : manualNow(of: clock), timeout)
+        // A manual clock between an advance's stops: from where the advance ends.
+        let started = clock == 0 ? systemNow! : manualClocks[clock]?.advancingTo ?? manualNow(of: clock)
+        let at = SaturatingTime.adding(started, timeout)
         timeStates[slot].armedTimeout = at
         arm(TimerEntry(at: at, index: entry.index, id: entry.id, action: .executionTimeout), on: clock)
       }
@@ -315,6 +317,7 @@ extension Scheduler {
     }
     // Until the last stop, and through the slices of each, starts are claimed in their event.
     startsEagerly = stop < target
+    manualClocks[clock]?.advancingTo = stop < target ? target : nil
     fireDue(on: clock, through: stop, &effects)
     manualClocks[clock]?.now = stop
     settle(now: now, &effects)

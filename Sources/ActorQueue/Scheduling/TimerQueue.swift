@@ -172,6 +172,10 @@ struct ClockTimers: Sendable {
   /// clock, which is read.
   var now: Int64 = 0
   var timers = TimerQueue()
+  /// The instant an advance in slices is moving it to, between its stops: a body that starts
+  /// meanwhile counts its timeout from there (its first line runs after the advance, as far as
+  /// the clock can tell), whichever slice its task's report falls in.
+  var advancingTo: Int64?
 }
 
 /// An operation's time traits, folded: the earliest deadline and the shortest timeout win.

@@ -363,6 +363,8 @@ struct ReferenceModel: Sendable {
   /// Exclusivity: each lock's holder and reserver, the reservers, the locks released or
   /// unreserved since the last settle.
   private var holder: [ModelLock: Int] = [:]
+  /// The instant the advance being performed moves the clock to.
+  private var advanceTarget: Int?
   private var reservedBy: [ModelLock: Int] = [:]
   private var reservers: [Int] = []
   private var dirty: Set<ModelLock> = []
@@ -787,6 +789,10 @@ struct ReferenceModel: Sendable {
       // Stops at each permit timer's instant, as the scheduler's advance does (a stop is settled
       // as a step of its own: grants happen at their instants).
       let target = now + seconds
+      // A body that starts during the advance counts its timeout from its end (its task reports
+      // its first line once the clock has got there, or while it is between stops).
+      advanceTarget = target
+      defer { advanceTarget = nil }
       while let stop = earliestThrottle(), stop < target {
         advanceClock(to: stop)
         settle()
@@ -1542,7 +1548,7 @@ struct ReferenceModel: Sendable {
         ops[index]!.orphanEvaluation = orphan
       }
       if let timeout = ops[index]!.timeout {
-        ops[index]!.timeoutAt = now + timeout
+        ops[index]!.timeoutAt = max(now, advanceTarget ?? now) + timeout
       }
     }
   }

@@ -41,13 +41,13 @@ extension Scheduler {
   }
 
   /// The body of `index`, handed to `worker` with an execution timeout, runs its first line now:
-  /// the timeout is armed from this instant (when the event settles). Not if a limit already
-  /// passed for it: its task is cancelled and it ends with that limit's error.
+  /// the timeout is armed from this instant (when the event settles), also if its deadline
+  /// passed meanwhile: what is armed does not depend on when the task got to run.
   mutating func bodyStarting(
     _ index: Int, id: OperationID, worker: Worker, now: () -> SchedulerInstant, _ effects: inout Effects
   ) {
     guard operations[index].id == id, case .executing(.worker(let runner)) = operations[index].phase,
-      runner === worker, !operations[index].timeMarks.contains(.timedOut)
+      runner === worker
     else { return }
     noteTimedStart(index)
     settle(now: now, &effects)

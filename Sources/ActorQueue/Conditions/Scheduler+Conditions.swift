@@ -152,9 +152,9 @@ extension Scheduler {
   }
 
   /// `index` ended without running: the unfinished dependencies its conditions produced, which
-  /// no other unfinished operation depends on (one that required `index` to succeed ends with
-  /// it), are cancelled: their reason is gone (a login for a sync that will not run).
-  /// O(its dependencies and theirs).
+  /// no other unfinished operation depends on (read before `index`'s dependents are released,
+  /// so the answer does not depend on how its end is sliced), are cancelled: their reason is
+  /// gone (a login for a sync that will not run). O(its dependencies and theirs).
   @inline(never)
   mutating func cancelOrphanedProduced(of index: Int, _ effects: inout Effects) {
     var orphaned: [Int] = []
@@ -162,11 +162,9 @@ extension Scheduler {
       let produced = edge.index
       guard let handle = edge.handle, handle.recordIndex == produced, !operations[produced].phase.hasEnded
       else { continue }
-      // A dependent that required `index` to succeed ends with it: it waits for nothing.
       let waitedFor = operations[produced].dependents.contains { entry in
         entry.index != index && operations[entry.index].id == entry.id
           && !operations[entry.index].phase.hasEnded
-          && !operations[entry.index].dependencies.contains { $0.index == index && $0.requiresSuccess }
       }
       if !waitedFor { orphaned.append(produced) }
     }

@@ -202,13 +202,15 @@ extension Scheduler {
       endFollowers(of: index, as: terminal, into: &work, &effects)
     }
 
-    // Dependents: each counts this dependency as ended.
-    if !operations[index].dependents.isEmpty { releaseDependents(of: index, terminal, into: &work, &effects) }
-
-    // What its conditions produced for it goes with it, when it never ran.
+    // What its conditions produced for it goes with it, when it never ran: before its dependents
+    // are released, so that one waiting for both ends the same way whatever the slices.
     if error != nil, !operations[index].dependencies.isEmpty {
       cancelOrphanedProduced(of: index, &effects)
     }
+
+    // Dependents: each counts this dependency as ended.
+    if !operations[index].dependents.isEmpty { releaseDependents(of: index, terminal, into: &work, &effects) }
+
     // An ended operation no longer owns its dependencies (no retain cycle can form through it);
     // it lists those still alive.
     if !operations[index].dependencies.isEmpty { weakenDependencies(of: index, &effects) }

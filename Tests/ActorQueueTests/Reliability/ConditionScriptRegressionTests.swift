@@ -26,11 +26,11 @@ struct ConditionScriptRegressionTests {
   }
 
   /// op0's condition produced op1; op2 took both as inputs; op0 was cancelled while it waited.
-  /// op2 ended with op0 in the same event, so nothing waited for op1 any more, but the scheduler
-  /// looked at op2 before its end and kept op1, while the model cancelled it: the run waited for
-  /// a start the model made. A dependent that required the ended op to succeed now counts as
-  /// ending with it, in both.
-  @Test("A produced op whose only other dependent ends with its operation is cancelled too")
+  /// The scheduler read op1's dependents while op2's end was still in op0's work list and kept
+  /// op1, while the model, which had ended op2 first, cancelled it: the run waited for a start
+  /// the model made. Both now decide before the ended op's dependents are released: op2 still
+  /// waits for op1 then, so op1 runs on.
+  @Test("A produced op that another dependent of its operation also waits for is decided before that dependent ends")
   func producedOpWhoseOtherDependentEndsWithIt() async throws {
     let json = """
       {"limiters":[{"capacity":2,"seconds":1,"window":false},{"capacity":3,"seconds":2,"window":false}],"queueLimits":[1,-1],"seed":5578545814830681892,"steps":[

@@ -1327,6 +1327,16 @@ struct ReferenceModel: Sendable {
         frontier.append(follower)
       }
       guard outcome != .finished else { continue }
+      // Ended without running (from waiting): what its condition produced goes, unless another
+      // unfinished op depends on it; before its dependents end, as the scheduler does.
+      if current != op || wasWaiting, ops[current]!.producedLinked, let produced = ops[current]!.producedOp,
+        !ops[produced]!.state.isTerminal,
+        !ops.contains(where: { other, model in
+          other != current && !model.state.isTerminal && model.allDependencies.contains(produced)
+        })
+      {
+        cancel(produced)
+      }
       let bad: ModelState = outcome == .cancelled ? .cancelled : .failed
       for waiting in sortedOpIndices
       where ops[waiting]!.state == .waiting && ops[waiting]!.leader == nil
@@ -1336,17 +1346,6 @@ struct ReferenceModel: Sendable {
         if outcome == .cancelled { ops[waiting]!.cancelRequested = true }
         if either { ops[waiting]!.eitherBadOutcome = true }
         frontier.append(waiting)
-      }
-      // Ended without running (from waiting): what its condition produced goes, unless another
-      // unfinished op depends on it.
-      if current != op || wasWaiting, ops[current]!.producedLinked, let produced = ops[current]!.producedOp,
-        !ops[produced]!.state.isTerminal,
-        !ops.contains(where: { other, model in
-          other != current && !model.state.isTerminal && model.allDependencies.contains(produced)
-            && !model.requiresSuccess(of: current)
-        })
-      {
-        cancel(produced)
       }
       // A dependent this step's call ended otherwise may be ended by this group's end first.
       if byGroupBody, groupEndsBetweenSlices {

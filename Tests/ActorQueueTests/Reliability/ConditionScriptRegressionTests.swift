@@ -30,7 +30,7 @@ struct ConditionScriptRegressionTests {
   /// op1, while the model, which had ended op2 first, cancelled it: the run waited for a start
   /// the model made. Both now decide before the ended op's dependents are released: op2 still
   /// waits for op1 then, so op1 runs on.
-  @Test("A produced op that another dependent of its operation also waits for is decided before that dependent ends")
+  @Test("A produced op that another dependent of its operation waits for is decided before that one ends")
   func producedOpWhoseOtherDependentEndsWithIt() async throws {
     let json = """
       {"limiters":[{"capacity":2,"seconds":1,"window":false},{"capacity":3,"seconds":2,"window":false}],"queueLimits":[1,-1],"seed":5578545814830681892,"steps":[

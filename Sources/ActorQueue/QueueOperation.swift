@@ -228,16 +228,12 @@ public class AnyQueueOperation: Hashable, @unchecked Sendable, CustomStringConve
     let task = currentTaskAddress()
     var refused: ActorQueueError?
     await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-      let waits = Engine.run { scheduler, effects in
-        if let error = scheduler.selfWait(for: recordIndex, fromTask: task) {
-          refused = error
-          return false
+      let (waits, error) = Engine.run { scheduler, effects in
+        scheduler.beginWait(on: recordIndex, id: id, fromTask: task, timed: false) {
+          $0.addWaiter(continuation, to: recordIndex, escalatingTo: priority, now: Engine.now, &effects)
         }
-        let waits = scheduler.addWaiter(
-          continuation, to: recordIndex, escalatingTo: priority, now: Engine.now, &effects)
-        if waits { scheduler.noteAwait(.operation(index: recordIndex, id: id, timed: false), fromTask: task) }
-        return waits
       }
+      refused = error
       if !waits { continuation.resume() }
     }
     return refused

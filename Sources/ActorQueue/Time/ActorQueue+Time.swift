@@ -178,16 +178,12 @@ extension AnyQueueOperation {
     let task = currentTaskAddress()
     var refused: ActorQueueError?
     let ended = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-      let waits = Engine.run { scheduler, effects in
-        if let error = scheduler.selfWait(for: recordIndex, fromTask: task) {
-          refused = error
-          return false
+      let (waits, error) = Engine.run { scheduler, effects in
+        scheduler.beginWait(on: recordIndex, id: id, fromTask: task, timed: true) {
+          $0.addTimedWaiter(continuation, to: recordIndex, timeout: timeout, now: Engine.now, &effects)
         }
-        let waits = scheduler.addTimedWaiter(
-          continuation, to: recordIndex, timeout: timeout, now: Engine.now, &effects)
-        if waits { scheduler.noteAwait(.operation(index: recordIndex, id: id, timed: true), fromTask: task) }
-        return waits
       }
+      refused = error
       if !waits { continuation.resume(returning: true) }
     }
     if let refused { fatalError("ActorQueue: \(refused)") }

@@ -30,6 +30,17 @@ extension Scheduler {
     return nil
   }
 
+  /// A wait on `index` from the task at `task`: refused if nothing could end it; otherwise
+  /// `register` adds the waiter (`false`: `index` has ended), and a wait is noted for settle().
+  mutating func beginWait(
+    on index: Int, id: OperationID, fromTask task: Int, timed: Bool, _ register: (inout Scheduler) -> Bool
+  ) -> (waits: Bool, refused: ActorQueueError?) {
+    if let error = selfWait(for: index, fromTask: task) { return (false, error) }
+    guard register(&self) else { return (false, nil) }
+    noteAwait(.operation(index: index, id: id, timed: timed), fromTask: task)
+    return (true, nil)
+  }
+
   /// Notes that the body running on `task`, if any, awaits `target`: only while a manual clock
   /// exists, for its `settle()` (O(queues + started bodies) then; nothing otherwise).
   mutating func noteAwait(_ target: AwaitRegistry.Target, fromTask task: Int) {

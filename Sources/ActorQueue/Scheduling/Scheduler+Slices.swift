@@ -170,18 +170,8 @@ extension Scheduler {
   /// walks.
   mutating func drainBulk(_ effects: inout Effects) {
     while sliceWork < sliceLimit {
-      if !bulk.releases.isEmpty {
-        var release = bulk.releases.removeLast()
-        var work: [PendingEnd] = []
-        release.next = releaseEntries(
-          release.entries, from: release.next, of: release.dependency, id: release.dependencyID,
-          terminal: release.terminal, failure: release.failure, deferred: true, into: &work, &effects)
-        if release.next < release.entries.count { bulk.releases.append(release) }
-        finishEnds(&work, &effects)
-      } else if !bulk.ends.isEmpty {
-        var work = bulk.ends
-        bulk.ends = []
-        finishEnds(&work, &effects)
+      if drainReleasesAndEnds(&effects) {
+        continue
       } else if !bulk.tagCancels.isEmpty {
         cancelSomeTagged(&effects)
       } else if var escalation = bulk.escalations.popLast() {
@@ -192,6 +182,36 @@ extension Scheduler {
       } else {
         return
       }
+    }
+  }
+
+  /// One step of the releases and ends left, within the slice's limit; false when none is left.
+  private mutating func drainReleasesAndEnds(_ effects: inout Effects) -> Bool {
+    if !bulk.releases.isEmpty {
+      var release = bulk.releases.removeLast()
+      var work: [PendingEnd] = []
+      release.next = releaseEntries(
+        release.entries, from: release.next, of: release.dependency, id: release.dependencyID,
+        terminal: release.terminal, failure: release.failure, deferred: true, into: &work, &effects)
+      if release.next < release.entries.count { bulk.releases.append(release) }
+      finishEnds(&work, &effects)
+      return true
+    }
+    guard !bulk.ends.isEmpty else { return false }
+    var work = bulk.ends
+    bulk.ends = []
+    finishEnds(&work, &effects)
+    return true
+  }
+
+  /// Does every release and end left now, past the slice's limit: a manual clock's timer's
+  /// ends are done before its next timer fires, so that what an advance does does not depend
+  /// on the slice limit (a test clock's advance is one event; see `fireDue`).
+  mutating func finishReleasesAndEnds(_ effects: inout Effects) {
+    while !bulk.releases.isEmpty || !bulk.ends.isEmpty {
+      largestSlice = max(largestSlice, sliceWork)
+      sliceWork = 0
+      while sliceWork < sliceLimit, drainReleasesAndEnds(&effects) {}
     }
   }
 

@@ -330,7 +330,10 @@ extension Scheduler {
   }
 
   /// Fires `clock`'s live timers due at or before `instant`; those at `SaturatingTime.never`
-  /// never fire (a manual clock moved that far leaves them armed).
+  /// never fire (a manual clock moved that far leaves them armed). A timer's ends are done
+  /// before the next timer fires, as the order of the two decides what the second does (an op
+  /// whose dependent a first deadline failed): on a manual clock, at once; the system clock's
+  /// task stops there and fires the rest when it is woken again, once the caller's slices are done.
   private mutating func fireDue(on clock: UInt64, through instant: Int64, _ effects: inout Effects) {
     while let first = firstTimer(of: clock), first.at <= instant, first.at != SaturatingTime.never {
       let live = isLive(first)
@@ -344,7 +347,11 @@ extension Scheduler {
           manualClocks[clock]!.now = max(manualClocks[clock]!.now, first.at)
         }
       }
-      if live { fire(first, &effects) }
+      guard live else { continue }
+      fire(first, &effects)
+      guard hasBulk, !bulk.isDone, let next = firstTimer(of: clock), next.at <= instant else { continue }
+      if clock == 0 { return }  // the timer task is re-armed for the rest: see `timersFired`
+      finishReleasesAndEnds(&effects)
     }
   }
 

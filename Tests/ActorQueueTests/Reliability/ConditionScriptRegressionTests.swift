@@ -48,4 +48,27 @@ struct ConditionScriptRegressionTests {
     let failure = await RealQueueExecutor().run(script)
     #expect(failure == nil, "\(failure.map { "\($0)" } ?? "")")
   }
+
+  /// op3's condition produced op4; op7 took op5 and op4 as inputs; one advance passed op5's
+  /// deadline (1 s) and op3's (2 s). With a slice limit of 1, op7's end (op5 failed) was left
+  /// to a later slice when op3's deadline fired, so the scheduler found op4 still waited for and
+  /// kept it, while the model, which had ended op7 first, cancelled it: the run waited for a
+  /// body the model had moved. A manual clock's timer's ends are now done before its next timer
+  /// fires, whatever the slice limit.
+  @Test("An advance ends what one deadline fails before the next deadline fires, whatever the slices")
+  func timerEndsBeforeTheNextTimer() async throws {
+    let json = """
+      {"limiters":[{"capacity":2,"seconds":1,"window":false},{"capacity":2,"seconds":1,"window":false}],"queueLimits":[1,2],"seed":113360553054866007,"steps":[
+        {"addCosted":{"body":{"auto":false,"capturesQueue":0,"checkpoints":1,"checksCancellation":false,"pauseHandlers":true,"throwing":false},"cost":0,"op":1,"priority":1,"queue":0}},
+        {"addConditional":{"answers":[4,2],"body":{"auto":true,"capturesQueue":1,"checkpoints":0,"checksCancellation":true,"pauseHandlers":false,"throwing":false},"deadline":2,"keys":[0],"op":3,"priority":0,"produced":{"body":{"auto":false,"capturesQueue":1,"checkpoints":2,"checksCancellation":false,"pauseHandlers":true,"throwing":false},"op":4},"queue":1}},
+        {"addTimed":{"body":{"auto":false,"checkpoints":0,"checksCancellation":false,"pauseHandlers":false,"throwing":true},"deadline":1,"op":5,"priority":0,"queue":0,"timeout":3}},
+        {"addAfter":{"body":{"auto":true,"checkpoints":0,"checksCancellation":false,"pauseHandlers":false,"throwing":false},"inputs":[5,4],"op":7,"priority":3,"queue":1}},
+        {"advance":{"seconds":2}}
+      ]}
+      """
+    let script = try JSONDecoder().decode(Script.self, from: Data(json.utf8))
+    #expect(script.sliceLimit == 1)
+    let failure = await RealQueueExecutor().run(script)
+    #expect(failure == nil, "\(failure.map { "\($0)" } ?? "")")
+  }
 }

@@ -161,7 +161,9 @@ struct ReliabilityRandomScriptTests {
   static func report(_ script: Script, index: Int, runSeed: UInt64, outcome: ChildOutcome) async {
     let original = kind(outcome)
     if traceScripts {
-      let trace = outcome.log.split(separator: "\n").filter { $0.hasPrefix("STEP ") || $0.hasPrefix("  op") }
+      let trace = outcome.log.split(separator: "\n").filter {
+        $0.hasPrefix("STEP ") || $0.hasPrefix("  op") || $0.hasPrefix("  model:")
+      }
       print(trace.joined(separator: "\n"))
     }
     let clock = ContinuousClock()

@@ -495,6 +495,7 @@ private final class RealRun {
     let journalBefore = model.journal.count
     let terminalBefore = Set(model.sortedOpIndices.filter { model.state(of: $0)?.isTerminal == true })
     let expectation = model.apply(step, index: index)
+    if traceScripts { traceModel() }
     // Ops created by this step get ids before the checker sees registrations for them.
     if let failure = act(step, expectation) {
       return ScriptFailure(step: index, message: "\(step): \(failure)")
@@ -1101,6 +1102,7 @@ private final class RealRun {
       if let problem = await awaitGroups() { return problem }
       if let problem = await waitForExecuting() { return problem }
       guard let move = model.nextMove() else { break }
+      if traceScripts { childLog("  model: moves op\(move.op): \(move.result)") }
       guard let id = ids[move.op], let permits = gates[move.op] else {
         return "op\(move.op) has no permits (test bug)"
       }
@@ -1223,6 +1225,17 @@ private final class RealRun {
       let real = handles[op].map { "\($0.state)\($0.isPaused ? " (paused)" : "")" } ?? "no handle"
       childLog("  op\(op): \(real), model \(model.expectedState(op).map { "\($0)" } ?? "-")")
     }
+  }
+
+  /// Logs each op's state in the model after a step (`ACTORQUEUE_RANDOM_TRACE`): a watchdog's
+  /// report can then be read against what the model expected.
+  private func traceModel() {
+    let states = model.sortedOpIndices.map { "op\($0) \(model.expectedState($0).map { "\($0)" } ?? "-")" }
+    childLog("  model: \(states.joined(separator: ", "))")
+    let real = model.sortedOpIndices.map { op in
+      "op\(op) " + (handles[op].map { "\($0.state)\($0.isCancelled ? " (cancelled)" : "")" } ?? "no handle")
+    }
+    childLog("  model: queues have \(real.joined(separator: ", "))")
   }
 
   /// Lets the condition of `move.op` answer (one permit of its own), and waits until its body

@@ -91,7 +91,7 @@ struct GroupScriptRegressionTests {
       ]}
       """
     let script = try JSONDecoder().decode(Script.self, from: Data(json.utf8))
-    let outcome = await ReliabilityRandomScriptTests.runInChild(Array(repeating: script, count: 12))
+    let outcome = await Searching.ReliabilityRandomScriptTests.runInChild(Array(repeating: script, count: 12))
     #expect(outcome.status == .exitCode(ChildExit.passed), "\(outcome.log)")
   }
 }

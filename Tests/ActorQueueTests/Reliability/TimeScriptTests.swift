@@ -251,7 +251,7 @@ struct TimeScriptTests {
         return script
       }
     }
-    let outcome = await ReliabilityRandomScriptTests.runInChild(scripts)
+    let outcome = await Searching.ReliabilityRandomScriptTests.runInChild(scripts)
     #expect(outcome.status == .exitCode(ChildExit.passed), "\(outcome.log)")
   }
 

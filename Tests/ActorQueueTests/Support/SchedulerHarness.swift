@@ -204,6 +204,61 @@ struct SchedulerHarness {
     }
   }
 
+  /// `tryAddOperation` without traits: a new operation added only if `queue` has space (no
+  /// operation is made otherwise); returns whether it was added.
+  @discardableResult
+  mutating func tryAdd(_ name: String, priority: OperationPriority = .normal, to queue: Int) -> Bool {
+    guard event({ scheduler, _, _ in scheduler.hasSpace(in: queue) }) else { return false }
+    add(name, priority: priority, to: queue)
+    return true
+  }
+
+  /// `addOperationWaitingForCapacity` without traits: a new operation added, or lined up until
+  /// `queue` has space, in one event (its submitter never suspends here: it is served or stops
+  /// waiting as it is). Returns whether it was added at once.
+  @discardableResult
+  mutating func addWaitingForCapacity(
+    _ name: String, priority: OperationPriority = .normal, to queue: Int
+  ) -> Bool {
+    let handle = makeOperation(name, priority: priority)
+    return event { scheduler, now, effects in
+      guard case .added(let spawn) = scheduler.submitOrLineUp(handle, to: queue, now: now, &effects) else {
+        return false
+      }
+      if let spawn { effects.spawn(spawn) }
+      return true
+    }
+  }
+
+  /// `addOperationGroup`: the group's operation, given a time state (its children's deadline),
+  /// submitted in one event. Once it runs, its body makes its queue (``makeGroupQueue(of:limit:policy:)``).
+  mutating func addGroup(
+    _ name: String, priority: OperationPriority = .normal, traits: [OperationTrait] = [], to queue: Int
+  ) {
+    let handle = makeOperation(name, priority: priority)
+    let index = handle.recordIndex
+    event { scheduler, now, effects in
+      if !traits.isEmpty { scheduler.setTraits(traits, of: index) }
+      scheduler.modifyTime(of: index) { _ in }
+      scheduler.submit(handle, to: queue, now: now, &effects)
+    }
+  }
+
+  /// The body of the running group operation `name` makes the group's queue, as
+  /// `ActorQueue(groupOf:)` does; returns the queue (its children are added there).
+  mutating func makeGroupQueue(of name: String, limit: Int = .max, policy: GroupFailurePolicy) -> Int {
+    let index = index(name)
+    return event { scheduler, _, _ in
+      scheduler.createGroupQueue(of: index, name: name, limit: limit, policy: policy).reference.index
+    }
+  }
+
+  /// `queue.waitReport()` for the queue at `queue`.
+  func waitReport(of queue: Int) -> [OperationWaitReport] {
+    let instant = now
+    return scheduler.waitReport(of: queue, now: { instant })
+  }
+
   /// `dependent.addDependency(dependency, requiring:)`, as the public call makes it.
   mutating func depend(
     _ dependent: AnyQueueOperation, on dependency: AnyQueueOperation,

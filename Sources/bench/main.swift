@@ -99,6 +99,13 @@ print(Table.renderGoals(goals, repeats: options.repeats, wide: options.wide))
 print(
   "\nload average before: \(loadBefore?.description ?? "unknown"); after: \(loadAfter?.description ?? "unknown")"
 )
+// Beside the verdict too: whoever reads only the end of the output must see that it was noisy.
+if [loadBefore, loadAfter].contains(where: { $0.map { $0.oneMinute > Double(machine.cores) / 2 } ?? false }) {
+  print(
+    "warning: the load average passed \(Double(machine.cores) / 2) on \(machine.cores) cores during this run: "
+      + "other work moved these figures; compare systems within this run only, or run again on a quiet machine"
+  )
+}
 var more: [String] = []
 if options.jsonPath == nil { more.append("--json PATH keeps every row") }
 if options.svgPath == nil { more.append("--svg PATH draws the scaling chart") }

@@ -4,9 +4,10 @@ import TestSupport
 import Testing
 
 /// One test per defect that an outside model-based tester found at 6e969fb (issue 10), each
-/// asserting the correct behaviour. Traps and deadlocks run in an exit-test child with a watchdog,
-/// so they fail the test instead of the run.
-@Suite("Reliability: regressions of issue 10")
+/// asserting the correct behaviour. They ran in child processes while the defects (traps and
+/// deadlocks) were open; fixed, they run in-process: a trap would still fail the run, and a
+/// deadlock the test, at its time limit.
+@Suite("Reliability: regressions of issue 10", .timeLimit(.minutes(hangLimitMinutes)))
 struct ReliabilityRegressionTests {
   struct Failure: Error, Equatable {}
 
@@ -14,94 +15,79 @@ struct ReliabilityRegressionTests {
 
   @Test("Cancelling a waiting op whose body holds the last reference to a queue does not deadlock")
   func cancelReleasingLastQueueReference() async {
-    await #expect(processExitsWith: .success) {
-      startDeadline(seconds: 5, "cancel of an op owning the last queue reference")
-      let queue = ActorQueue(name: "suspended")
-      queue.isSuspended = true
-      var owner: QueueBox? = QueueBox(ActorQueue(name: "owned"))
-      weak let owned = owner
-      let op = queue.addOperation { [owner] in _ = owner }
-      owner = nil
-      op.cancel()  // releases the body, the owner, the owned queue
-      #expect(op.state == .cancelled)
-      #expect(await eventuallyFreed { owned == nil })
-    }
+    let queue = ActorQueue(name: "suspended")
+    queue.isSuspended = true
+    var owner: QueueBox? = QueueBox(ActorQueue(name: "owned"))
+    weak let owned = owner
+    let op = queue.addOperation { [owner] in _ = owner }
+    owner = nil
+    op.cancel()  // releases the body, the owner, the owned queue
+    #expect(op.state == .cancelled)
+    #expect(await eventuallyFreed { owned == nil })
   }
 
   @Test(
     "A failure cascading to a waiting op whose body holds the last reference to a queue does not deadlock")
   func failureCascadeReleasingLastQueueReference() async {
-    await #expect(processExitsWith: .success) {
-      startDeadline(seconds: 5, "a failure cascade to an op owning the last queue reference")
-      let queue = ActorQueue(name: "work")
-      let gate = Gate()
-      let failing = queue.addOperation { () async throws -> Int in
-        await gate.wait()
-        throw Failure()
-      }
-      var owner: QueueBox? = QueueBox(ActorQueue(name: "owned"))
-      weak let owned = owner
-      let dependent = QueueOperation<Int> { [owner] in
-        _ = owner
-        return 0
-      }
-      try? dependent.addDependency(failing, requiring: .success)
-      try? queue.addOperation(dependent)
-      owner = nil
-      gate.open()
-      #expect(await dependent.result.failure is DependencyFailedError)
-      #expect(await eventuallyFreed { owned == nil })
+    let queue = ActorQueue(name: "work")
+    let gate = Gate()
+    let failing = queue.addOperation { () async throws -> Int in
+      await gate.wait()
+      throw Failure()
     }
+    var owner: QueueBox? = QueueBox(ActorQueue(name: "owned"))
+    weak let owned = owner
+    let dependent = QueueOperation<Int> { [owner] in
+      _ = owner
+      return 0
+    }
+    try? dependent.addDependency(failing, requiring: .success)
+    try? queue.addOperation(dependent)
+    owner = nil
+    gate.open()
+    #expect(await dependent.result.failure is DependencyFailedError)
+    #expect(await eventuallyFreed { owned == nil })
   }
 
   @Test(
     "Releasing a suspended queue whose waiting op holds the last reference to another queue does not deadlock"
   )
   func releasingSuspendedQueueReleasingAnother() async {
-    await #expect(processExitsWith: .success) {
-      startDeadline(seconds: 5, "release of a suspended queue")
-      var queue: ActorQueue? = ActorQueue(name: "suspended")
-      queue!.isSuspended = true
-      var owner: QueueBox? = QueueBox(ActorQueue(name: "owned"))
-      weak let owned = owner
-      let op = queue!.addOperation { [owner] in _ = owner }
-      owner = nil
-      queue = nil  // its deinit cancels the op, which releases the other queue
-      #expect(op.state == .cancelled)
-      #expect(await eventuallyFreed { owned == nil })
-    }
+    var queue: ActorQueue? = ActorQueue(name: "suspended")
+    queue!.isSuspended = true
+    var owner: QueueBox? = QueueBox(ActorQueue(name: "owned"))
+    weak let owned = owner
+    let op = queue!.addOperation { [owner] in _ = owner }
+    owner = nil
+    queue = nil  // its deinit cancels the op, which releases the other queue
+    #expect(op.state == .cancelled)
+    #expect(await eventuallyFreed { owned == nil })
   }
 
   // MARK: Crash: typed inputs that had already ended badly
 
   @Test("addOperation(after: a, b) with a first input that already failed ends .failed")
   func typedInputsFirstFailed() async {
-    await #expect(processExitsWith: .success) {
-      startDeadline(seconds: 5, "typed inputs")
-      let queue = ActorQueue(name: "inputs")
-      let failed = queue.addOperation { () async throws -> Int in throw Failure() }
-      _ = await failed.result
-      let fine = queue.addOperation { 2 }
-      let both = queue.addOperation(after: failed, fine) { first, second in first + second }
-      #expect(await both.result.failure is DependencyFailedError)
-      #expect(both.state == .failed)
-    }
+    let queue = ActorQueue(name: "inputs")
+    let failed = queue.addOperation { () async throws -> Int in throw Failure() }
+    _ = await failed.result
+    let fine = queue.addOperation { 2 }
+    let both = queue.addOperation(after: failed, fine) { first, second in first + second }
+    #expect(await both.result.failure is DependencyFailedError)
+    #expect(both.state == .failed)
   }
 
   @Test("addOperation(after: a, b) with a first input that was already cancelled ends .cancelled")
   func typedInputsFirstCancelled() async {
-    await #expect(processExitsWith: .success) {
-      startDeadline(seconds: 5, "typed inputs")
-      let queue = ActorQueue(name: "inputs")
-      queue.isSuspended = true
-      let cancelled = queue.addOperation { 1 }
-      cancelled.cancel()
-      let fine = queue.addOperation { 2 }
-      let both = queue.addOperation(after: cancelled, fine) { first, second in first + second }
-      queue.isSuspended = false
-      #expect(await both.result.failure is CancellationError)
-      #expect(both.state == .cancelled)
-    }
+    let queue = ActorQueue(name: "inputs")
+    queue.isSuspended = true
+    let cancelled = queue.addOperation { 1 }
+    cancelled.cancel()
+    let fine = queue.addOperation { 2 }
+    let both = queue.addOperation(after: cancelled, fine) { first, second in first + second }
+    queue.isSuspended = false
+    #expect(await both.result.failure is CancellationError)
+    #expect(both.state == .cancelled)
   }
 
   // MARK: Crash: a diamond of must-succeed edges
@@ -120,34 +106,28 @@ struct ReliabilityRegressionTests {
 
   @Test("Cancelling the top of a must-succeed diamond ends the bottom once, cancelled")
   func diamondCancelled() async {
-    await #expect(processExitsWith: .success) {
-      startDeadline(seconds: 5, "diamond")
-      let queue = ActorQueue(name: "diamond")
-      queue.isSuspended = true
-      let x = queue.addOperation(name: "X") { 1 }
-      let (a, d) = try! Self.diamond(queue, x: x)
-      x.cancel()
-      #expect(a.state == .cancelled)
-      #expect(d.state == .cancelled)
-    }
+    let queue = ActorQueue(name: "diamond")
+    queue.isSuspended = true
+    let x = queue.addOperation(name: "X") { 1 }
+    let (a, d) = try! Self.diamond(queue, x: x)
+    x.cancel()
+    #expect(a.state == .cancelled)
+    #expect(d.state == .cancelled)
   }
 
   @Test("The top of a must-succeed diamond throwing fails the bottom once")
   func diamondFailed() async {
-    await #expect(processExitsWith: .success) {
-      startDeadline(seconds: 5, "diamond")
-      let queue = ActorQueue(name: "diamond")
-      let gate = Gate()
-      let x = queue.addOperation(name: "X") { () async throws -> Int in
-        await gate.wait()
-        throw Failure()
-      }
-      let (a, d) = try! Self.diamond(queue, x: x)
-      gate.open()
-      #expect(await d.result.failure is DependencyFailedError)
-      #expect(a.state == .failed)
-      #expect(d.state == .failed)
+    let queue = ActorQueue(name: "diamond")
+    let gate = Gate()
+    let x = queue.addOperation(name: "X") { () async throws -> Int in
+      await gate.wait()
+      throw Failure()
     }
+    let (a, d) = try! Self.diamond(queue, x: x)
+    gate.open()
+    #expect(await d.result.failure is DependencyFailedError)
+    #expect(a.state == .failed)
+    #expect(d.state == .failed)
   }
 
   // MARK: cancelAllOperations and the idle fast path

@@ -462,6 +462,31 @@ struct CapabilityRulesOnTheValueTests {
     #expect(h.runToCompletion() == ["u0", "o", "u1"])
   }
 
+  /// Known defect, left for the scheduler's consolidation: unlike `cancelAllOperations()`, a
+  /// cancel by tag done in slices does not stop its queue's starts between them, so a tagged op
+  /// waiting when the call began can start in between and then only be asked to stop, though the
+  /// call's contract ends every waiting one before it returns. (On real queues: over 1,000 tagged
+  /// ops, the default slice.) When the defect is fixed, this known issue stops appearing and the
+  /// test fails: remove `withKnownIssue` then.
+  @Test("A tagged op waiting when a cancel by tag began does not start between its slices")
+  func cancelByTagHoldsItsQueueBetweenSlices() {
+    var h = SchedulerHarness()
+    h.scheduler.sliceLimit = 1
+    h.continuesBulkAtOnce = false
+    let queue = h.makeQueue(limit: 1)
+    let tag = OperationTag("capability-rules-held-between-slices")
+    h.add("u0", to: queue)
+    for name in ["t1", "t2", "t3", "t4"] { h.add(name, traits: [.tags(tag)], to: queue) }
+    #expect(h.running == ["u0"])
+    h.event { s, now, e in s.cancelTagged(tag.id, in: queue, now: now, &e) }
+    h.end("u0")  // between the call's first and second slices
+    while h.continueBulk() {}
+    withKnownIssue("cancel by tag lets its queue start a tagged op between slices") {
+      #expect(["t1", "t2", "t3", "t4"].allSatisfy { h.state($0) == .cancelled })
+      #expect(h.running.isEmpty)
+    }
+  }
+
   @Test(
     "Cancel by tag in one queue leaves the tag's ops of other queues; the call for every queue reaches them")
   func cancelByTagInOneQueueOrEvery() {

@@ -54,11 +54,8 @@ extension Searching {
           """)
         return
       }
-      let seconds =
-        Double(start.duration(to: clock.now).components.attoseconds) / 1e18
-        + Double(start.duration(to: clock.now).components.seconds)
       progress(
-        "Reliability value scripts: \(count) passed in \(String(format: "%.2f", seconds)) s; "
+        "Reliability value scripts: \(count) passed in \(seconds(since: start)); "
           + "\(ValueExecutor.checkedCycles.load(ordering: .relaxed)) refused cycles were real cycles of the model "
           + "(\(ValueExecutor.checkedCyclesThroughSharedWork.load(ordering: .relaxed)) through shared work); "
           + "\(ValueExecutor.interleavedSteps.load(ordering: .relaxed)) steps ran between the slices of another "
